@@ -1,0 +1,7 @@
+"""``python -m bot``."""
+
+import sys
+
+from bot.cli import main
+
+sys.exit(main())

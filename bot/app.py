@@ -1,0 +1,95 @@
+"""Wiring: everything the bot needs, built once from the config and closed in order."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import openai
+
+from bot.calibration import Calibrator
+from bot.config import Config
+from bot.engine import Engine
+from bot.llm import OpenAIChatModel, make_client
+from bot.store.sqlite import SqliteStore
+from bot.summarizer import Summarizer
+from bot.tokens import ChatTokenizer, install_encodings
+
+
+@dataclass(frozen=True)
+class App:
+    config: Config
+    store: SqliteStore
+    engine: Engine
+    chat: OpenAIChatModel
+    summary: OpenAIChatModel
+
+
+def summary_api_key(config: Config) -> str | None:
+    """The summary endpoint's key: its own, or the chat key only when it is the same endpoint.
+
+    The chat key is never sent to a different host.
+    """
+    if config.llm.summary_api_key:
+        return config.llm.summary_api_key
+    if config.summary_base_url == config.llm.base_url:
+        return config.llm.api_key
+    return None
+
+
+@asynccontextmanager
+async def open_app(config: Config) -> AsyncIterator[App]:
+    install_encodings()
+    store = await SqliteStore.open(
+        config.storage.path, busy_timeout_ms=config.storage.busy_timeout_ms
+    )
+    clients: list[openai.AsyncOpenAI] = []
+    try:
+        llm = config.llm
+        chat_client = make_client(
+            base_url=llm.base_url,
+            api_key=llm.api_key,
+            timeout=llm.timeout_seconds,
+            max_retries=llm.max_retries,
+        )
+        clients.append(chat_client)
+        summary_key = summary_api_key(config)
+        if config.summary_base_url == llm.base_url and summary_key == llm.api_key:
+            summary_client = chat_client
+        else:
+            summary_client = make_client(
+                base_url=config.summary_base_url,
+                api_key=summary_key,
+                timeout=llm.timeout_seconds,
+                max_retries=llm.max_retries,
+            )
+            clients.append(summary_client)
+        chat = OpenAIChatModel(chat_client, llm.chat_model, temperature=llm.temperature)
+        summary = OpenAIChatModel(summary_client, llm.summary_model, temperature=None)
+        tokenizer = ChatTokenizer.for_model(llm.chat_model)
+        exact = frozenset({llm.chat_model} if tokenizer.exact else ())
+        calibrator = Calibrator(store, exact_models=exact)
+        await calibrator.load()
+        engine = Engine(
+            config=config,
+            store=store,
+            chat=chat,
+            summarizer=Summarizer(
+                store=store,
+                model=summary,
+                tokenizer=tokenizer,
+                memory=config.memory,
+                max_tokens=llm.summary_max_tokens,
+            ),
+            tokenizer=tokenizer,
+            calibrator=calibrator,
+        )
+        try:
+            yield App(config=config, store=store, engine=engine, chat=chat, summary=summary)
+        finally:
+            await engine.aclose()
+    finally:
+        for client in clients:
+            await client.close()
+        await store.close()

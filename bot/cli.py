@@ -1,0 +1,114 @@
+"""The ``bot`` command line: chat, run, doctor, stats."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot import __version__
+from bot.app import App, open_app
+from bot.config import Config, ConfigError, config_path, load_config
+from bot.logs import setup_logging
+from bot.store.sqlite import DatabaseError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="config file (default: $BOT_CONFIG, else ./config.yaml)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="bot",
+        description="A Discord and Slack chatbot that remembers each channel's conversation.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chat = commands.add_parser(
+        "chat", parents=[common], help="talk to the bot in the terminal (reads lines from stdin)"
+    )
+    chat.add_argument("--channel", default="default", help="console channel name")
+    chat.add_argument("--user", default=os.environ.get("USER") or "you", help="your name")
+    commands.add_parser("run", parents=[common], help="connect every platform enabled in config")
+    commands.add_parser(
+        "doctor", parents=[common], help="check config, database and model endpoints"
+    )
+    stats = commands.add_parser("stats", parents=[common], help="token usage per conversation")
+    stats.add_argument(
+        "--channel",
+        metavar="NAME",
+        help="a console channel name or a conversation key such as slack:T1:C1",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    path = config_path(getattr(args, "config", None), os.environ)
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(f"bot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    setup_logging(config.logging.level, os.environ)
+    try:
+        return asyncio.run(_dispatch(args, config, path))
+    except DatabaseError as exc:
+        print(f"bot: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int:
+    if args.command == "run":
+        print(
+            "bot run: no chat platform is enabled, and this version has no Slack or Discord "
+            "adapter to enable. Use `bot chat` to talk to the bot in the terminal.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    async with open_app(config) as app:
+        if args.command == "chat":
+            from bot.console import chat
+
+            await chat(app.engine, channel=args.channel, user=args.user)
+            return EXIT_OK
+        if args.command == "doctor":
+            from bot.doctor import run_checks
+
+            ok = await run_checks(app, path, lambda check: print(check.line(), flush=True))
+            return EXIT_OK if ok else EXIT_FAILED
+        if args.command == "stats":
+            return await _stats(app, args.channel)
+    raise AssertionError(args.command)
+
+
+async def _stats(app: App, channel: str | None) -> int:
+    from bot.commands import format_stats
+    from bot.models import Conversation
+
+    if channel:
+        conversation = (
+            Conversation.from_key(channel) if ":" in channel else Conversation.console(channel)
+        )
+        print(await format_stats(app.engine, conversation))
+        return EXIT_OK
+    rows = await app.store.conversations()
+    if not rows:
+        print("No conversations yet.")
+        return EXIT_OK
+    width = max(len(row.key) for row in rows)
+    print(f"{'conversation':<{width}}  {'messages':>8}  {'tokens':>10}  {'pins':>4}")
+    for row in rows:
+        print(f"{row.key:<{width}}  {row.messages:>8,}  {row.tokens:>10,}  {row.pins:>4}")
+    return EXIT_OK

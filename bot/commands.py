@@ -1,0 +1,227 @@
+"""The bot's commands: one table every platform registers from, one implementation each."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.context import PromptTooLarge, render_pins
+from bot.engine import Engine, clean_text
+from bot.llm import LLMError
+from bot.models import CommandCall, Conversation, Pin, Reply, ReplyKind
+from bot.store.base import UsageTotals
+
+Handler = Callable[[Engine, CommandCall], Awaitable[Reply]]
+
+MAX_PIN_SHARE = 0.5
+"""System prompt and pins together may take at most this share of the budget."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    description: str
+    handler: Handler
+    admin: bool = False
+    ephemeral: bool = False
+    """Whether the answer is for the caller only (Slack and Discord)."""
+
+
+def _info(text: str, *, ephemeral: bool = False) -> Reply:
+    return Reply(text, kind=ReplyKind.INFO, ephemeral=ephemeral)
+
+
+def _error(text: str) -> Reply:
+    return Reply(text, kind=ReplyKind.ERROR, ephemeral=True)
+
+
+async def pin(engine: Engine, call: CommandCall) -> Reply:
+    text = clean_text(call.argument).strip()
+    if not text:
+        return _error("Usage: /pin TEXT — keeps TEXT in every prompt of this channel.")
+    channel = call.conversation.channel_key
+    pins = list(await engine.store.pins(channel_key=channel))
+    candidate = Pin(0, channel, text, 0, call.user_name, 0.0)
+    budget = engine.budget()
+    pins_after = engine.tokenizer.count(render_pins([*pins, candidate]))
+    needed = engine.assembler.system_tokens + pins_after
+    allowed = int(budget * MAX_PIN_SHARE)
+    if needed > allowed:
+        return _error(
+            f"Not pinned: the system prompt and pins would take {needed:,} tokens, more than "
+            f"half of the {budget:,}-token budget ({allowed:,}), leaving too little room for "
+            "the conversation. Shorten it, or /unpin something first (/pins lists them)."
+        )
+    added = await engine.store.add_pin(
+        channel_key=channel,
+        text=text,
+        tokens=engine.tokenizer.count(text),
+        author_id=call.user_id,
+        author_name=call.user_name,
+    )
+    return _info(f"Pinned #{added.id}: {text}\nPins now take {pins_after:,} tokens.")
+
+
+_PIN_ID = re.compile(r"^#?(\d{1,18})$")
+
+
+async def unpin(engine: Engine, call: CommandCall) -> Reply:
+    match = _PIN_ID.match(call.argument.strip())
+    if match is None:
+        return _error("Usage: /unpin ID — the number /pins shows, e.g. /unpin 3.")
+    pin_id = int(match.group(1))
+    removed = await engine.store.remove_pin(
+        channel_key=call.conversation.channel_key, pin_id=pin_id
+    )
+    if not removed:
+        return _error(f"There is no pin #{pin_id} in this channel (/pins lists them).")
+    return _info(f"Unpinned #{pin_id}.")
+
+
+async def pins(engine: Engine, call: CommandCall) -> Reply:
+    found = await engine.store.pins(channel_key=call.conversation.channel_key)
+    if not found:
+        return _info("No pins in this channel. /pin TEXT keeps a fact in every prompt.")
+    lines = [f"{len(found)} pinned fact(s), in every prompt of this channel:"]
+    lines.extend(f"#{p.id} ({p.author_name}): {p.text}" for p in found)
+    return _info("\n".join(lines))
+
+
+async def summarize(engine: Engine, call: CommandCall) -> Reply:
+    if not engine.assembler.uses_summary:
+        return _error(
+            f"The '{engine.config.memory.strategy}' memory strategy keeps no summary; "
+            "set memory.strategy to summary or hybrid."
+        )
+    try:
+        summary = await engine.summarize(call.conversation)
+    except LLMError as exc:
+        return _error(
+            f"The summary model failed ({exc.failure}); nothing was changed. {exc.user_message}"
+        )
+    if summary is None:
+        current = await engine.store.latest_summary(conversation_key=call.conversation.key)
+        if current is None:
+            return _info("Nothing to summarize yet: the conversation is still short.")
+        return _info(
+            f"Nothing new to fold in. Current summary ({current.message_count} messages):\n"
+            f"{current.content}"
+        )
+    kind = "rebuilt from the raw messages" if summary.rebuilt else "updated"
+    return _info(
+        f"Summary {kind}; it now covers {summary.message_count} messages "
+        f"({summary.tokens:,} tokens):\n{summary.content}"
+    )
+
+
+def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
+    chosen = [row for row in rows if row.purpose == purpose]
+    if not chosen:
+        return None
+    requests = sum(r.requests for r in chosen)
+    prompt = sum(r.prompt_tokens for r in chosen)
+    completion = sum(r.completion_tokens for r in chosen)
+    return (
+        f"  {purpose}: {requests:,} requests, {prompt:,} prompt + {completion:,} completion tokens"
+    )
+
+
+async def stats(engine: Engine, call: CommandCall) -> Reply:
+    return _info(await format_stats(engine, call.conversation), ephemeral=True)
+
+
+async def format_stats(engine: Engine, conversation: Conversation) -> str:
+    memory = engine.config.memory
+    try:
+        preview = await engine.preview(conversation)
+    except PromptTooLarge as exc:
+        return f"Context for {conversation.key}: {exc}"
+    prompt = preview.prompt
+    b = prompt.breakdown
+    window_messages = len(prompt.window)
+    summarized = prompt.summary.message_count if prompt.summary else 0
+    lines = [
+        f"Context for {conversation.key} ({memory.strategy} strategy)",
+        f"Prompt: {prompt.tokens:,} / {prompt.budget:,} tokens ({prompt.fill:.1%})",
+        f"  system  {b.system:>7,}",
+        f"  pins    {b.pins:>7,}  ({len(prompt.pins)} pins)",
+        f"  summary {b.summary:>7,}  (covers {summarized:,} messages)",
+        f"  recent  {b.recent:>7,}  ({window_messages:,} messages)",
+        f"Messages stored: {preview.stored_messages:,}; in the window: {window_messages:,}; "
+        f"summarized: {summarized:,}",
+    ]
+    usage = list(await engine.store.usage(conversation_key=conversation.key))
+    usage_lines = [line for p in ("chat", "summary") if (line := _usage_line(usage, p))]
+    lines.append("Lifetime usage reported by the API:" if usage_lines else "No API usage yet.")
+    lines.extend(usage_lines)
+    lines.append(f"Chat model: {engine.tokenizer.describe()}")
+    calibration = engine.calibrator.get(engine.chat.model)
+    if calibration is not None:
+        lines.append(
+            f"  server counts {calibration.ratio:.3f}x our count over {calibration.samples} replies"
+        )
+    lines.append(f"Summary model: {engine.summarizer.model}")
+    if prompt.budget != memory.max_context_tokens:
+        lines.append(f"Budget calibrated from {memory.max_context_tokens:,} tokens.")
+    if prompt.fill > memory.summary_threshold:
+        lines.append(
+            f"Warning: the prompt is past {memory.summary_threshold:.0%} of the budget; "
+            + (
+                "older turns are being folded into the summary."
+                if engine.assembler.uses_summary
+                else "the oldest turns are being left out."
+            )
+        )
+    return "\n".join(lines)
+
+
+async def reset(engine: Engine, call: CommandCall) -> Reply:
+    argument = call.argument.strip().lower()
+    if argument not in ("", "all", "pins"):
+        return _error("Usage: /reset, or /reset all to remove this channel's pins as well.")
+    include_pins = argument in ("all", "pins")
+    deleted = await engine.reset(call.conversation, include_pins=include_pins)
+    tail = "Pins removed too." if include_pins else "Pins kept (/reset all removes them too)."
+    return _info(f"Forgot {deleted:,} messages and the summary of this conversation. {tail}")
+
+
+async def help_(engine: Engine, call: CommandCall) -> Reply:
+    lines = ["Commands:"]
+    lines.extend(f"  {spec.usage} — {spec.description}" for spec in COMMANDS)
+    return _info("\n".join(lines), ephemeral=True)
+
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("pin", "/pin TEXT", "keep a fact in every prompt of this channel", pin),
+    CommandSpec("unpin", "/unpin ID", "remove a pinned fact", unpin),
+    CommandSpec("pins", "/pins", "list the pinned facts", pins),
+    CommandSpec("summarize", "/summarize", "fold older messages into the summary now", summarize),
+    CommandSpec(
+        "stats", "/stats", "tokens in the prompt against the budget", stats, ephemeral=True
+    ),
+    CommandSpec(
+        "reset", "/reset [all]", "forget this conversation (all: pins too)", reset, admin=True
+    ),
+    CommandSpec("help", "/help", "list the commands", help_, ephemeral=True),
+)
+_BY_NAME = {spec.name: spec for spec in COMMANDS}
+
+
+async def run_command(engine: Engine, call: CommandCall) -> Reply:
+    spec = _BY_NAME.get(call.name.lower())
+    if spec is None:
+        names = ", ".join(f"/{s.name}" for s in COMMANDS)
+        return _error(f"Unknown command /{call.name}. Commands: {names}.")
+    if spec.admin and not call.can_manage:
+        return _error(f"Only channel admins can use /{spec.name}.")
+    return await spec.handler(engine, call)
+
+
+def parse_command_line(line: str) -> tuple[str, str] | None:
+    """``"/pin some text"`` → ``("pin", "some text")``; None when it is not a command."""
+    if not line.startswith("/") or line.startswith("//"):
+        return None
+    name, _, argument = line[1:].partition(" ")
+    return name.strip(), argument

@@ -1,0 +1,156 @@
+"""Configuration: read once from YAML and the environment into frozen objects.
+
+A bad file fails fast with one line naming the dotted key at fault, e.g.
+``memory.max_context_tokens: Input should be greater than 0``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_CONFIG_PATH = Path("config.yaml")
+
+_SECRET_KEYS = {"api_key", "summary_api_key", "token", "bot_token", "app_token"}
+
+
+class ConfigError(Exception):
+    """The configuration is unusable; the message is one line naming the key."""
+
+
+class Strategy(StrEnum):
+    FULL = "full"
+    WINDOW = "window"
+    SUMMARY = "summary"
+    HYBRID = "hybrid"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMConfig(_Section):
+    base_url: str = "https://api.openai.com/v1"
+    chat_model: str = Field(min_length=1)
+    summary_model: str = Field(min_length=1)
+    summary_base_url: str | None = None
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_reply_tokens: int = Field(default=1024, gt=0)
+    summary_max_tokens: int = Field(default=800, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    # Filled from the environment only, never from the file.
+    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    summary_api_key: str | None = Field(default=None, exclude=True, repr=False)
+
+
+class MemoryConfig(_Section):
+    strategy: Strategy = Strategy.HYBRID
+    max_context_tokens: int = Field(default=8000, ge=256)
+    summary_threshold: float = Field(default=0.8, gt=0, le=1)
+    summary_target: float = Field(default=0.5, gt=0, lt=1)
+    window_turns: int = Field(default=20, ge=1)
+    keep_recent_turns: int = Field(default=2, ge=1)
+    summary_rebuild_every: int = Field(default=5, ge=0)
+    summary_max_input_tokens: int = Field(default=12000, ge=1000)
+    summary_retry_seconds: float = Field(default=60.0, ge=0)
+    max_message_chars: int = Field(default=200_000, ge=100)
+
+    @model_validator(mode="after")
+    def _target_below_threshold(self) -> MemoryConfig:
+        if self.summary_target >= self.summary_threshold:
+            raise ValueError("summary_target must be below summary_threshold")
+        return self
+
+
+class StorageConfig(_Section):
+    path: str = "data/bot.sqlite3"
+    busy_timeout_ms: int = Field(default=5000, ge=0)
+
+
+class LoggingConfig(_Section):
+    level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+
+
+class Config(_Section):
+    system_prompt: str = Field(min_length=1)
+    llm: LLMConfig
+    memory: MemoryConfig = MemoryConfig()
+    storage: StorageConfig = StorageConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+    @property
+    def summary_base_url(self) -> str:
+        return self.llm.summary_base_url or self.llm.base_url
+
+
+def config_path(cli_value: str | None, env: Mapping[str, str]) -> Path:
+    """``--config`` wins, then ``BOT_CONFIG``, then ``./config.yaml``."""
+    if cli_value:
+        return Path(cli_value)
+    if env.get("BOT_CONFIG"):
+        return Path(env["BOT_CONFIG"])
+    return DEFAULT_CONFIG_PATH
+
+
+def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
+    """Read, validate and complete the config with secrets from ``env``."""
+    env = os.environ if env is None else env
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file unreadable: {path}: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    _reject_secrets(raw, prefix="")
+    return parse_config(raw, env)
+
+
+def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
+    data = dict(raw)
+    llm = dict(data.get("llm") or {})
+    if env.get("OPENAI_BASE_URL"):
+        llm["base_url"] = env["OPENAI_BASE_URL"]
+    llm["api_key"] = env.get("OPENAI_API_KEY") or None
+    llm["summary_api_key"] = env.get("SUMMARY_API_KEY") or None
+    data["llm"] = llm
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_first_error(exc)) from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(part) for part in err["loc"]) or "config"
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "unknown key"
+    return f"{key}: {message}"
+
+
+def _reject_secrets(raw: Mapping[str, Any], prefix: str) -> None:
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        if key in _SECRET_KEYS:
+            raise ConfigError(
+                f"{dotted}: secrets are read from the environment, not the config file"
+            )
+        if isinstance(value, dict):
+            _reject_secrets(value, prefix=f"{dotted}.")

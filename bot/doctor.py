@@ -1,0 +1,74 @@
+"""``bot doctor``: checks what the bot depends on, one line each, ok or the problem."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.app import App
+from bot.llm import Failure, LLMError, OpenAIChatModel
+
+_PING = [{"role": "user", "content": "Reply with the word ok."}]
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    what: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}"
+
+
+async def _endpoint(name: str, model: OpenAIChatModel) -> Check:
+    what = f"{name} endpoint"
+    where = f"{model.model} at {model.base_url}"
+    try:
+        completion = await model.complete(_PING, max_tokens=16)
+    except LLMError as exc:
+        if exc.failure is Failure.EMPTY:  # it answered, just with nothing to say
+            return Check(True, what, f"{where} answered")
+        return Check(False, what, f"{where}: {exc.failure.value} ({exc.detail})")
+    return Check(True, what, f"{where} answered in {completion.seconds:.1f} s")
+
+
+async def run_checks(app: App, config_file: Path, report: Callable[[Check], None]) -> bool:
+    """Run every check, reporting each as it completes; True when all passed."""
+    config = app.config
+    memory = config.memory
+    integrity = await app.store.integrity_check()
+    conversations = await app.store.conversations()
+    same = (app.summary.model, app.summary.base_url) == (app.chat.model, app.chat.base_url)
+    chat_check, summary_check = await asyncio.gather(
+        _endpoint("chat", app.chat),
+        _same_as_chat() if same else _endpoint("summary", app.summary),
+    )
+    checks = [
+        Check(True, "config", f"{config_file} is valid"),
+        Check(
+            integrity == "ok",
+            "database",
+            f"{config.storage.path}: {integrity}, {len(conversations)} conversations, "
+            f"{sum(c.messages for c in conversations):,} messages",
+        ),
+        Check(True, "tokens", app.engine.tokenizer.describe()),
+        chat_check,
+        summary_check,
+        Check(
+            True,
+            "memory",
+            f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
+            f"summaries past {memory.summary_threshold:.0%}",
+        ),
+        Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal"),
+    ]
+    for check in checks:
+        report(check)
+    return all(check.ok for check in checks)
+
+
+async def _same_as_chat() -> Check:
+    return Check(True, "summary endpoint", "same model and endpoint as chat")

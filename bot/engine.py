@@ -1,0 +1,291 @@
+"""The core: stores every message, builds each prompt, asks the model, keeps summaries going.
+
+Platform adapters hand it :class:`~bot.models.IncomingMessage` and
+:class:`~bot.models.CommandCall` values and get :class:`~bot.models.Reply` values back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+
+from bot.calibration import Calibrator
+from bot.config import Config
+from bot.context import Assembler, Prompt, PromptTooLarge
+from bot.llm import ChatModel, Completion, Failure, LLMError
+from bot.models import (
+    Conversation,
+    IncomingMessage,
+    Reply,
+    ReplyKind,
+    Role,
+    StoredMessage,
+    Summary,
+    render_content,
+)
+from bot.store.base import Store
+from bot.summarizer import Summarizer
+from bot.tokens import ChatTokenizer
+
+log = logging.getLogger(__name__)
+
+_COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
+_SHRINK_ON_OVERFLOW = 0.75
+
+
+def clean_text(text: str) -> str:
+    """Make any string storable and sendable: lone surrogates become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+class _Locks:
+    """One lock per key for as long as anyone holds or waits on it."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def __call__(self, key: str) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[key] = lock
+        return lock
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The prompt the next message would get, for ``/stats``."""
+
+    prompt: Prompt
+    stored_messages: int
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        store: Store,
+        chat: ChatModel,
+        summarizer: Summarizer,
+        tokenizer: ChatTokenizer,
+        calibrator: Calibrator,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.chat = chat
+        self.summarizer = summarizer
+        self.tokenizer = tokenizer
+        self.calibrator = calibrator
+        self.assembler = Assembler(
+            store=store,
+            tokenizer=tokenizer,
+            memory=config.memory,
+            system_prompt=config.system_prompt,
+        )
+        self._reply_locks = _Locks()
+        self._summary_locks = _Locks()
+        self._summary_tasks: dict[str, asyncio.Task[None]] = {}
+        self._summary_retry_at: dict[str, float] = {}
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def count(self, text: str) -> int:
+        if len(text) > _COUNT_IN_THREAD:
+            return await asyncio.to_thread(self.tokenizer.count, text)
+        return self.tokenizer.count(text)
+
+    def budget(self) -> int:
+        return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
+
+    async def record(self, message: IncomingMessage) -> StoredMessage:
+        """Store a message without answering it."""
+        text = clean_text(message.text)
+        name = clean_text(message.author_name) or message.author_id
+        return await self.store.add_message(
+            conversation=message.conversation,
+            role=Role.USER,
+            author_id=message.author_id,
+            author_name=name,
+            content=text,
+            tokens=await self.count(render_content(Role.USER, name, text)),
+            message_id=message.message_id,
+            created_at=message.sent_at.timestamp(),
+        )
+
+    async def handle_message(self, message: IncomingMessage) -> Reply | None:
+        """Store the message; answer it when it is addressed to the bot."""
+        if not message.text.strip():
+            if message.addressed:
+                return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
+            return None
+        stored = await self.record(message)
+        if not message.addressed:
+            return None
+        conversation = message.conversation
+        async with self._reply_locks(conversation.key):
+            try:
+                prompt, completion = await self._answer(conversation, stored)
+            except PromptTooLarge as exc:
+                return Reply(str(exc), kind=ReplyKind.ERROR)
+            except LLMError as exc:
+                log.warning("chat model failed for %s: %s", conversation.key, exc)
+                return Reply(exc.user_message, kind=ReplyKind.ERROR)
+            await self.store.add_message(
+                conversation=conversation,
+                role=Role.ASSISTANT,
+                author_id="assistant",
+                author_name="assistant",
+                content=completion.text,
+                tokens=await self.count(completion.text),
+                message_id=None,
+                created_at=time.time(),
+                reply_to=stored.id,
+            )
+            await self.store.record_usage(
+                conversation_key=conversation.key,
+                model=self.chat.model,
+                purpose="chat",
+                prompt_tokens=completion.prompt_tokens or 0,
+                completion_tokens=completion.completion_tokens or 0,
+            )
+            await self.calibrator.observe(
+                self.chat.model, estimated=prompt.tokens, reported=completion.prompt_tokens
+            )
+        if self._needs_summary(prompt):
+            self.schedule_summary(conversation)
+        return Reply(completion.text)
+
+    async def _answer(
+        self, conversation: Conversation, stored: StoredMessage
+    ) -> tuple[Prompt, Completion]:
+        budget = self.budget()
+        for attempt in range(2):
+            prompt = await self.assembler.build(
+                conversation_key=conversation.key,
+                channel_key=conversation.channel_key,
+                through_id=stored.id,
+                current_id=stored.id,
+                budget=budget,
+            )
+            try:
+                completion = await self.chat.complete(
+                    prompt.messages, max_tokens=self.config.llm.max_reply_tokens
+                )
+            except LLMError as exc:
+                if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
+                    raise
+                log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
+                budget = int(min(budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
+                continue
+            return prompt, completion
+        raise AssertionError("unreachable")
+
+    async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
+        """A platform edit: the stored text and its count follow it."""
+        found = await self.store.find_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+        if found is None:
+            return False
+        text = clean_text(text)
+        return await self.store.edit_message(
+            conversation_key=conversation.key,
+            message_id=message_id,
+            content=text,
+            tokens=await self.count(render_content(found.role, found.author_name, text)),
+        )
+
+    async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
+        return await self.store.delete_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def _needs_summary(self, prompt: Prompt) -> bool:
+        if not self.assembler.uses_summary:
+            return False
+        return prompt.turns_left_out or prompt.fill > self.config.memory.summary_threshold
+
+    def schedule_summary(self, conversation: Conversation) -> None:
+        """Compact in the background: replies never wait for a summary."""
+        key = conversation.key
+        if key in self._summary_tasks or time.monotonic() < self._summary_retry_at.get(key, 0):
+            return
+        task = asyncio.create_task(self._background_summary(conversation), name=f"summary {key}")
+        self._summary_tasks[key] = task
+        task.add_done_callback(lambda _: self._summary_tasks.pop(key, None))
+
+    async def _background_summary(self, conversation: Conversation) -> None:
+        try:
+            await self.summarize(conversation)
+        except LLMError as exc:
+            delay = self.config.memory.summary_retry_seconds
+            self._summary_retry_at[conversation.key] = time.monotonic() + delay
+            log.warning(
+                "summary of %s failed (%s); history kept, retrying after %.0f s",
+                conversation.key,
+                exc,
+                delay,
+            )
+        except Exception:
+            log.exception("summary of %s failed", conversation.key)
+
+    async def summarize(self, conversation: Conversation) -> Summary | None:
+        """Compact now (one compaction per conversation at a time)."""
+        async with self._summary_locks(conversation.key):
+            summary = await self.summarizer.compact(conversation, budget=self.budget())
+        if summary is not None:
+            self._summary_retry_at.pop(conversation.key, None)
+            log.info(
+                "summarized %s: %d messages through turn %d (%s)",
+                conversation.key,
+                summary.message_count,
+                summary.covers_through_turn,
+                "rebuilt" if summary.rebuilt else "incremental",
+            )
+        return summary
+
+    async def drain(self, *, within: float | None = None) -> None:
+        """Wait up to ``within`` seconds for background summaries (``bot chat`` at end of
+        input)."""
+        tasks = list(self._summary_tasks.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=within)
+
+    async def aclose(self, *, grace: float = 10.0) -> None:
+        """Give background summaries ``grace`` seconds, then cancel them."""
+        tasks = list(self._summary_tasks.values())
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+    # -- views ----------------------------------------------------------------------------
+
+    async def preview(self, conversation: Conversation) -> Preview:
+        through = await self.store.last_message_id(conversation_key=conversation.key)
+        prompt = await self.assembler.build(
+            conversation_key=conversation.key,
+            channel_key=conversation.channel_key,
+            through_id=through,
+            current_id=None,
+            budget=self.budget(),
+        )
+        stored = await self.store.count_messages(conversation_key=conversation.key)
+        return Preview(prompt=prompt, stored_messages=stored)
+
+    async def reset(self, conversation: Conversation, *, include_pins: bool) -> int:
+        # A summary in flight is discarded when it finds the conversation's generation moved.
+        async with self._reply_locks(conversation.key):
+            return await self.store.reset(conversation=conversation, include_pins=include_pins)

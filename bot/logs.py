@@ -1,0 +1,58 @@
+"""Logging set-up: one line per event, and no secret ever written."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "SUMMARY_API_KEY",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "DISCORD_TOKEN",
+)
+_MIN_SECRET_LENGTH = 6
+
+
+class RedactSecrets(logging.Filter):
+    """Replaces every known secret value in a record's final text with ``***``."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self._secrets = sorted(
+            {s for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
+        )
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self._secrets:
+            return True
+        message = record.getMessage()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        record.msg = self.redact(message)
+        record.args = None
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        return True
+
+
+def setup_logging(level: str, env: Mapping[str, str]) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
+    )
+    handler.addFilter(RedactSecrets(env[name] for name in SECRET_ENV_VARS if env.get(name)))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # The HTTP libraries log request details at DEBUG; keep them out of ordinary logs.
+    for noisy in ("httpx", "httpx2", "httpcore", "openai", "aiosqlite"):
+        logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))

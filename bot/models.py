@@ -1,0 +1,143 @@
+"""The plain values that cross the seam between platform adapters and the core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Where a conversation happens: a channel, or a thread inside one.
+
+    A thread is its own conversation but shares its channel's pins.
+    """
+
+    platform: str
+    workspace: str
+    channel: str
+    thread: str | None = None
+
+    @property
+    def key(self) -> str:
+        base = self.channel_key
+        return f"{base}:{self.thread}" if self.thread else base
+
+    @property
+    def channel_key(self) -> str:
+        """The key pins live under: the channel, for a thread too."""
+        return f"{self.platform}:{self.workspace}:{self.channel}"
+
+    @classmethod
+    def console(cls, channel: str) -> Conversation:
+        return cls(platform="console", workspace="local", channel=channel)
+
+    @classmethod
+    def from_key(cls, key: str) -> Conversation:
+        parts = key.split(":", 3)
+        if len(parts) < 3 or not all(parts):
+            raise ValueError(f"not a conversation key: {key!r}")
+        return cls(*parts)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """A message someone wrote on a platform, as the core sees it."""
+
+    conversation: Conversation
+    author_id: str
+    author_name: str
+    text: str
+    addressed: bool
+    """Whether the bot should answer it (a DM, a mention, a reply to the bot)."""
+    message_id: str | None = None
+    sent_at: datetime = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    """A slash command (or a console line starting with ``/``)."""
+
+    conversation: Conversation
+    name: str
+    argument: str
+    user_id: str
+    user_name: str
+    can_manage: bool = True
+    """Whether the caller may run admin commands such as ``/reset``."""
+
+
+class ReplyKind(StrEnum):
+    ANSWER = "answer"
+    INFO = "info"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    kind: ReplyKind = ReplyKind.ANSWER
+    ephemeral: bool = False
+    """Shown only to the person who asked, where the platform can."""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    turn_id: int
+    role: Role
+    author_id: str
+    author_name: str
+    content: str
+    tokens: int
+    """Tokens of ``rendered`` as sent to the model, counted once at insert."""
+    created_at: float
+    message_id: str | None = None
+
+    @property
+    def rendered(self) -> str:
+        return render_content(self.role, self.author_name, self.content)
+
+
+def render_content(role: Role, author_name: str, text: str) -> str:
+    """How a message reads in the prompt: user messages say who wrote them."""
+    if role is Role.USER:
+        return f"[{author_name}] {text}"
+    return text
+
+
+@dataclass(frozen=True)
+class Pin:
+    id: int
+    channel_key: str
+    text: str
+    tokens: int
+    author_name: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    id: int
+    conversation_key: str
+    content: str
+    tokens: int
+    covers_through_turn: int
+    """Every message whose turn id is at most this is folded into the summary."""
+    message_count: int
+    first_message_id: int
+    last_message_id: int
+    compactions: int
+    rebuilt: bool
+    model: str
+    created_at: float

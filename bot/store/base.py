@@ -1,0 +1,142 @@
+"""The storage interface the core depends on.
+
+SQLite implements it today; a PostgreSQL store for deployments with several replicas can
+implement the same protocol later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.models import Conversation, Pin, Role, StoredMessage, Summary
+
+
+@dataclass(frozen=True)
+class NewSummary:
+    conversation_key: str
+    content: str
+    tokens: int
+    covers_through_turn: int
+    message_count: int
+    first_message_id: int
+    last_message_id: int
+    compactions: int
+    rebuilt: bool
+    model: str
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    model: str
+    purpose: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    key: str
+    messages: int
+    tokens: int
+    pins: int
+    last_message_at: float | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    model: str
+    ratio: float
+    samples: int
+
+
+class Store(Protocol):
+    async def generation(self, *, conversation_key: str) -> int: ...
+
+    async def add_message(
+        self,
+        *,
+        conversation: Conversation,
+        role: Role,
+        author_id: str,
+        author_name: str,
+        content: str,
+        tokens: int,
+        message_id: str | None,
+        created_at: float,
+        reply_to: int | None = None,
+    ) -> StoredMessage: ...
+
+    async def edit_message(
+        self, *, conversation_key: str, message_id: str, content: str, tokens: int
+    ) -> bool: ...
+
+    async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
+
+    async def find_message(
+        self, *, conversation_key: str, message_id: str
+    ) -> StoredMessage | None: ...
+
+    async def recent_messages(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        """Messages with id ``<= through_id`` whose turn is after ``after_turn``, newest first."""
+        ...
+
+    async def messages_after_turn(
+        self, *, conversation_key: str, after_turn: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        """Messages whose turn is after ``after_turn``, oldest first."""
+        ...
+
+    async def messages_through_turn(
+        self, *, conversation_key: str, through_turn: int, after_id: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        """Messages whose turn is at most ``through_turn``, oldest first, from ``after_id``."""
+        ...
+
+    async def last_message_id(self, *, conversation_key: str) -> int | None: ...
+
+    async def count_messages(self, *, conversation_key: str) -> int: ...
+
+    async def add_pin(
+        self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
+    ) -> Pin: ...
+
+    async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool: ...
+
+    async def pins(self, *, channel_key: str) -> Sequence[Pin]: ...
+
+    async def latest_summary(self, *, conversation_key: str) -> Summary | None: ...
+
+    async def save_summary(
+        self, summary: NewSummary, *, generation: int, previous_id: int | None
+    ) -> Summary | None:
+        """Store ``summary`` unless the conversation was reset or summarised meanwhile."""
+        ...
+
+    async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
+        """Delete the conversation's messages and summaries (and its channel's pins)."""
+        ...
+
+    async def record_usage(
+        self,
+        *,
+        conversation_key: str,
+        model: str,
+        purpose: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None: ...
+
+    async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]: ...
+
+    async def calibrations(self) -> Sequence[Calibration]: ...
+
+    async def save_calibration(self, calibration: Calibration) -> None: ...
+
+    async def conversations(self) -> Sequence[ConversationInfo]: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,478 @@
+"""The SQLite store: one file, WAL, a busy timeout, migrations by ``PRAGMA user_version``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from bot.models import Conversation, Pin, Role, StoredMessage, Summary
+from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 1: the initial schema.
+    """
+    CREATE TABLE conversations (
+        key TEXT PRIMARY KEY,
+        channel_key TEXT NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation TEXT NOT NULL,
+        reply_to INTEGER,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        author_id TEXT NOT NULL,
+        author_name TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        platform_message_id TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX messages_by_conversation ON messages (conversation, id);
+    CREATE INDEX messages_by_platform_id ON messages (conversation, platform_message_id)
+        WHERE platform_message_id IS NOT NULL;
+    CREATE TABLE pins (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel_key TEXT NOT NULL,
+        text TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        author_id TEXT NOT NULL,
+        author_name TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX pins_by_channel ON pins (channel_key, id);
+    CREATE TABLE summaries (
+        id INTEGER PRIMARY KEY,
+        conversation TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        covers_through_turn INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        first_message_id INTEGER NOT NULL,
+        last_message_id INTEGER NOT NULL,
+        compactions INTEGER NOT NULL,
+        rebuilt INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX summaries_by_conversation ON summaries (conversation, id);
+    CREATE TABLE usage (
+        conversation TEXT NOT NULL,
+        model TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        PRIMARY KEY (conversation, model, purpose)
+    );
+    CREATE TABLE calibration (
+        model TEXT PRIMARY KEY,
+        ratio REAL NOT NULL,
+        samples INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+_MESSAGE_COLUMNS = (
+    "id, COALESCE(reply_to, id), role, author_id, author_name, content, tokens, created_at, "
+    "platform_message_id"
+)
+_SUMMARY_COLUMNS = (
+    "id, conversation, content, tokens, covers_through_turn, message_count, first_message_id, "
+    "last_message_id, compactions, rebuilt, model, created_at"
+)
+
+
+class DatabaseError(Exception):
+    """The database cannot be opened or is newer than this version understands."""
+
+
+def _message(row: Any) -> StoredMessage:
+    return StoredMessage(
+        id=row[0],
+        turn_id=row[1],
+        role=Role(row[2]),
+        author_id=row[3],
+        author_name=row[4],
+        content=row[5],
+        tokens=row[6],
+        created_at=row[7],
+        message_id=row[8],
+    )
+
+
+def _summary(row: Any) -> Summary:
+    return Summary(
+        id=row[0],
+        conversation_key=row[1],
+        content=row[2],
+        tokens=row[3],
+        covers_through_turn=row[4],
+        message_count=row[5],
+        first_message_id=row[6],
+        last_message_id=row[7],
+        compactions=row[8],
+        rebuilt=bool(row[9]),
+        model=row[10],
+        created_at=row[11],
+    )
+
+
+class SqliteStore:
+    """Implements :class:`bot.store.base.Store` on one aiosqlite connection.
+
+    Writes go through one lock so that a multi-statement transaction never interleaves with
+    another task's statements on the shared connection.
+    """
+
+    def __init__(self, db: aiosqlite.Connection, path: str) -> None:
+        self._db = db
+        self.path = path
+        self._write_lock = asyncio.Lock()
+        self._known: set[str] = set()
+
+    @classmethod
+    async def open(cls, path: str, *, busy_timeout_ms: int = 5000) -> SqliteStore:
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = await aiosqlite.connect(path, isolation_level=None)
+        except Exception as exc:
+            raise DatabaseError(f"cannot open database {path}: {exc}") from exc
+        store = cls(db, path)
+        try:
+            await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute("PRAGMA foreign_keys = ON")
+            await store._migrate()
+        except Exception:
+            await db.close()
+            raise
+        return store
+
+    async def _migrate(self) -> None:
+        rows = await self._db.execute_fetchall("PRAGMA user_version")
+        version = next(iter(rows))[0]
+        if version > SCHEMA_VERSION:
+            raise DatabaseError(
+                f"database {self.path} has schema {version}; this version knows {SCHEMA_VERSION}"
+            )
+        for number in range(version, SCHEMA_VERSION):
+            async with self._transaction():
+                for statement in _MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        await self._db.execute(statement)
+                await self._db.execute(f"PRAGMA user_version = {number + 1}")
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        async with self._write_lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            await self._db.execute("COMMIT")
+
+    async def _write(self, sql: str, params: Sequence[Any]) -> int:
+        async with self._write_lock:
+            cursor = await self._db.execute(sql, params)
+            return cursor.rowcount
+
+    async def _ensure_conversation(self, conversation: Conversation) -> None:
+        if conversation.key in self._known:
+            return
+        await self._write(
+            "INSERT OR IGNORE INTO conversations (key, channel_key, created_at) VALUES (?, ?, ?)",
+            (conversation.key, conversation.channel_key, time.time()),
+        )
+        self._known.add(conversation.key)
+
+    async def generation(self, *, conversation_key: str) -> int:
+        rows = await self._db.execute_fetchall(
+            "SELECT generation FROM conversations WHERE key = ?", (conversation_key,)
+        )
+        return next((row[0] for row in rows), 0)
+
+    async def add_message(
+        self,
+        *,
+        conversation: Conversation,
+        role: Role,
+        author_id: str,
+        author_name: str,
+        content: str,
+        tokens: int,
+        message_id: str | None,
+        created_at: float,
+        reply_to: int | None = None,
+    ) -> StoredMessage:
+        await self._ensure_conversation(conversation)
+        async with self._write_lock:
+            row = await self._db.execute_insert(
+                "INSERT INTO messages (conversation, reply_to, role, author_id, author_name,"
+                " content, tokens, platform_message_id, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation.key,
+                    reply_to,
+                    role.value,
+                    author_id,
+                    author_name,
+                    content,
+                    tokens,
+                    message_id,
+                    created_at,
+                ),
+            )
+        assert row is not None
+        new_id = int(row[0])
+        return StoredMessage(
+            id=new_id,
+            turn_id=reply_to if reply_to is not None else new_id,
+            role=role,
+            author_id=author_id,
+            author_name=author_name,
+            content=content,
+            tokens=tokens,
+            created_at=created_at,
+            message_id=message_id,
+        )
+
+    async def edit_message(
+        self, *, conversation_key: str, message_id: str, content: str, tokens: int
+    ) -> bool:
+        changed = await self._write(
+            "UPDATE messages SET content = ?, tokens = ?"
+            " WHERE conversation = ? AND platform_message_id = ?",
+            (content, tokens, conversation_key, message_id),
+        )
+        return changed > 0
+
+    async def delete_message(self, *, conversation_key: str, message_id: str) -> bool:
+        changed = await self._write(
+            "DELETE FROM messages WHERE conversation = ? AND platform_message_id = ?",
+            (conversation_key, message_id),
+        )
+        return changed > 0
+
+    async def find_message(self, *, conversation_key: str, message_id: str) -> StoredMessage | None:
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " WHERE conversation = ? AND platform_message_id = ? LIMIT 1",
+            (conversation_key, message_id),
+        )
+        return next((_message(row) for row in rows), None)
+
+    async def recent_messages(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        # A message's turn is never later than its id, so ``id > after_turn`` bounds the
+        # index range without losing a row.
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
+            " ORDER BY id DESC LIMIT ?",
+            (conversation_key, after_turn, through_id, after_turn, limit),
+        )
+        return [_message(row) for row in rows]
+
+    async def messages_after_turn(
+        self, *, conversation_key: str, after_turn: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " WHERE conversation = ? AND id > ? AND COALESCE(reply_to, id) > ?"
+            " ORDER BY id LIMIT ?",
+            (conversation_key, after_turn, after_turn, limit),
+        )
+        return [_message(row) for row in rows]
+
+    async def messages_through_turn(
+        self, *, conversation_key: str, through_turn: int, after_id: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " WHERE conversation = ? AND id > ? AND COALESCE(reply_to, id) <= ?"
+            " ORDER BY id LIMIT ?",
+            (conversation_key, after_id, through_turn, limit),
+        )
+        return [_message(row) for row in rows]
+
+    async def last_message_id(self, *, conversation_key: str) -> int | None:
+        rows = await self._db.execute_fetchall(
+            "SELECT MAX(id) FROM messages WHERE conversation = ?", (conversation_key,)
+        )
+        value = next(iter(rows))[0]
+        return int(value) if value is not None else None
+
+    async def count_messages(self, *, conversation_key: str) -> int:
+        rows = await self._db.execute_fetchall(
+            "SELECT COUNT(*) FROM messages WHERE conversation = ?", (conversation_key,)
+        )
+        return int(next(iter(rows))[0])
+
+    async def add_pin(
+        self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
+    ) -> Pin:
+        created_at = time.time()
+        async with self._write_lock:
+            row = await self._db.execute_insert(
+                "INSERT INTO pins (channel_key, text, tokens, author_id, author_name, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (channel_key, text, tokens, author_id, author_name, created_at),
+            )
+        assert row is not None
+        return Pin(int(row[0]), channel_key, text, tokens, author_name, created_at)
+
+    async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool:
+        changed = await self._write(
+            "DELETE FROM pins WHERE channel_key = ? AND id = ?", (channel_key, pin_id)
+        )
+        return changed > 0
+
+    async def pins(self, *, channel_key: str) -> Sequence[Pin]:
+        rows = await self._db.execute_fetchall(
+            "SELECT id, channel_key, text, tokens, author_name, created_at FROM pins"
+            " WHERE channel_key = ? ORDER BY id",
+            (channel_key,),
+        )
+        return [Pin(*row) for row in rows]
+
+    async def latest_summary(self, *, conversation_key: str) -> Summary | None:
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation = ?"  # noqa: S608
+            " ORDER BY id DESC LIMIT 1",
+            (conversation_key,),
+        )
+        return next((_summary(row) for row in rows), None)
+
+    async def save_summary(
+        self, summary: NewSummary, *, generation: int, previous_id: int | None
+    ) -> Summary | None:
+        created_at = time.time()
+        async with self._transaction():
+            current = await self.generation(conversation_key=summary.conversation_key)
+            latest = await self.latest_summary(conversation_key=summary.conversation_key)
+            if current != generation or (latest.id if latest else None) != previous_id:
+                return None
+            row = await self._db.execute_insert(
+                "INSERT INTO summaries (conversation, content, tokens, covers_through_turn,"
+                " message_count, first_message_id, last_message_id, compactions, rebuilt,"
+                " model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    summary.conversation_key,
+                    summary.content,
+                    summary.tokens,
+                    summary.covers_through_turn,
+                    summary.message_count,
+                    summary.first_message_id,
+                    summary.last_message_id,
+                    summary.compactions,
+                    int(summary.rebuilt),
+                    summary.model,
+                    created_at,
+                ),
+            )
+        assert row is not None
+        return Summary(
+            id=int(row[0]),
+            conversation_key=summary.conversation_key,
+            content=summary.content,
+            tokens=summary.tokens,
+            covers_through_turn=summary.covers_through_turn,
+            message_count=summary.message_count,
+            first_message_id=summary.first_message_id,
+            last_message_id=summary.last_message_id,
+            compactions=summary.compactions,
+            rebuilt=summary.rebuilt,
+            model=summary.model,
+            created_at=created_at,
+        )
+
+    async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
+        key = conversation.key
+        async with self._transaction():
+            cursor = await self._db.execute("DELETE FROM messages WHERE conversation = ?", (key,))
+            deleted = cursor.rowcount
+            await self._db.execute("DELETE FROM summaries WHERE conversation = ?", (key,))
+            await self._db.execute(
+                "INSERT INTO conversations (key, channel_key, generation, created_at)"
+                " VALUES (?, ?, 1, ?)"
+                " ON CONFLICT (key) DO UPDATE SET generation = generation + 1",
+                (key, conversation.channel_key, time.time()),
+            )
+            if include_pins:
+                await self._db.execute(
+                    "DELETE FROM pins WHERE channel_key = ?", (conversation.channel_key,)
+                )
+        return deleted
+
+    async def record_usage(
+        self,
+        *,
+        conversation_key: str,
+        model: str,
+        purpose: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        await self._write(
+            "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
+            " completion_tokens) VALUES (?, ?, ?, 1, ?, ?)"
+            " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
+            " requests = requests + 1,"
+            " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+            " completion_tokens = completion_tokens + excluded.completion_tokens",
+            (conversation_key, model, purpose, prompt_tokens, completion_tokens),
+        )
+
+    async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:
+        rows = await self._db.execute_fetchall(
+            "SELECT model, purpose, requests, prompt_tokens, completion_tokens FROM usage"
+            " WHERE conversation = ? ORDER BY purpose, model",
+            (conversation_key,),
+        )
+        return [UsageTotals(*row) for row in rows]
+
+    async def calibrations(self) -> Sequence[Calibration]:
+        rows = await self._db.execute_fetchall("SELECT model, ratio, samples FROM calibration")
+        return [Calibration(*row) for row in rows]
+
+    async def save_calibration(self, calibration: Calibration) -> None:
+        await self._write(
+            "INSERT INTO calibration (model, ratio, samples, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio,"
+            " samples = excluded.samples, updated_at = excluded.updated_at",
+            (calibration.model, calibration.ratio, calibration.samples, time.time()),
+        )
+
+    async def conversations(self) -> Sequence[ConversationInfo]:
+        rows = await self._db.execute_fetchall(
+            "SELECT c.key,"
+            " (SELECT COUNT(*) FROM messages m WHERE m.conversation = c.key),"
+            " (SELECT COALESCE(SUM(tokens), 0) FROM messages m WHERE m.conversation = c.key),"
+            " (SELECT COUNT(*) FROM pins p WHERE p.channel_key = c.channel_key),"
+            " (SELECT MAX(created_at) FROM messages m WHERE m.conversation = c.key)"
+            " FROM conversations c ORDER BY c.key"
+        )
+        return [ConversationInfo(*row) for row in rows]
+
+    async def integrity_check(self) -> str:
+        rows = await self._db.execute_fetchall("PRAGMA quick_check")
+        return str(next(iter(rows))[0])
+
+    async def close(self) -> None:
+        await self._db.close()
