@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,6 +16,9 @@ from bot.llm import OpenAIChatModel, make_client
 from bot.store.sqlite import SqliteStore
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer, install_encodings
+
+log = logging.getLogger(__name__)
+_ENCODING_KEY = "token_encoding"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,11 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         chat = OpenAIChatModel(chat_client, llm.chat_model, temperature=llm.temperature)
         summary = OpenAIChatModel(summary_client, llm.summary_model, temperature=None)
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
+        if await store.get_meta(_ENCODING_KEY) != tokenizer.encoding_name:
+            recounted = await store.retokenize(tokenizer.count)
+            if recounted:
+                log.info("recounted %d stored messages with %s", recounted, tokenizer.encoding_name)
+            await store.set_meta(_ENCODING_KEY, tokenizer.encoding_name)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
         await calibrator.load()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from bot.config import MemoryConfig, Strategy
 from bot.models import Pin, StoredMessage, Summary
 from bot.store.base import Store
-from bot.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, ChatTokenizer
+from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
@@ -67,7 +67,7 @@ class _Turn:
 
     @property
     def cost(self) -> int:
-        return sum(row.tokens + TOKENS_PER_MESSAGE for row in self.rows)
+        return sum(row.tokens + MESSAGE_OVERHEAD for row in self.rows)
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -127,7 +127,7 @@ class Assembler:
         return "\n\n".join(parts)
 
     def head_tokens(self, pins: Sequence[Pin], summary: Summary | None) -> int:
-        return self._count(self.head_text(pins, summary)) + TOKENS_PER_MESSAGE
+        return self._count(self.head_text(pins, summary)) + MESSAGE_OVERHEAD
 
     def pins_tokens(self, pins: Sequence[Pin]) -> int:
         return self._count(render_pins(pins)) if pins else 0
@@ -230,7 +230,7 @@ class Assembler:
                 if current_id is not None and turn_id == current_id:
                     if turn.cost > remaining:
                         raise PromptTooLarge(
-                            f"Your message is {turn.cost - TOKENS_PER_MESSAGE:,} tokens; with "
+                            f"Your message is {turn.cost - MESSAGE_OVERHEAD:,} tokens; with "
                             f"the system prompt and pins only {remaining:,} fit in the "
                             "budget. It is saved, but too long to send: please send a "
                             "shorter excerpt."

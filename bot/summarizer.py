@@ -18,7 +18,7 @@ from bot.config import MemoryConfig, Strategy
 from bot.llm import ChatModel, Failure, LLMError
 from bot.models import Conversation, Role, StoredMessage, Summary
 from bot.store.base import NewSummary, Store
-from bot.tokens import TOKENS_PER_MESSAGE, ChatTokenizer
+from bot.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def _group_turns(rows: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
 
 
 def _cost(rows: Sequence[StoredMessage]) -> int:
-    return sum(row.tokens + TOKENS_PER_MESSAGE for row in rows)
+    return sum(row.tokens + MESSAGE_OVERHEAD for row in rows)
 
 
 class Summarizer:
@@ -180,7 +180,7 @@ class Summarizer:
             )
             for row in rows:
                 first_id = first_id or row.id
-                cost = min(row.tokens + TOKENS_PER_MESSAGE, input_limit)
+                cost = min(row.tokens + MESSAGE_OVERHEAD, input_limit)
                 if chunk and used + cost > input_limit:
                     content = await self._summarize(key, content, chunk, summary_tokens)
                     chunk, used = [], 0

@@ -25,6 +25,10 @@ import tiktoken
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
+ROLE_TOKENS = 1
+""""system", "user" and "assistant" are one token each in every encoding used here."""
+MESSAGE_OVERHEAD = TOKENS_PER_MESSAGE + ROLE_TOKENS
+"""What a message without ``name`` costs beyond its content."""
 FALLBACK_ENCODING = "o200k_base"
 
 _OFFICIAL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
@@ -102,10 +106,6 @@ class ChatTokenizer:
     def count(self, text: str) -> int:
         """Tokens of ``text``; special-token strings such as ``<|endoftext|>`` are plain text."""
         return len(self._encoding.encode_ordinary(text))
-
-    def message_tokens(self, content_tokens: int, *, named: bool = False) -> int:
-        """What one message costs in a prompt, given its content's tokens."""
-        return content_tokens + TOKENS_PER_MESSAGE + (TOKENS_PER_NAME if named else 0)
 
     def count_messages(self, messages: Iterable[Mapping[str, str]]) -> int:
         """Tokens of a whole prompt in chat format, reply priming included."""

@@ -6,7 +6,7 @@ implement the same protocol later.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -138,5 +138,13 @@ class Store(Protocol):
     async def save_calibration(self, calibration: Calibration) -> None: ...
 
     async def conversations(self) -> Sequence[ConversationInfo]: ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+    async def retokenize(self, count: Callable[[str], int]) -> int:
+        """Recount every stored token count with ``count``; returns messages recounted."""
+        ...
 
     async def close(self) -> None: ...

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from bot.models import Conversation, Pin, Role, StoredMessage, Summary
+from bot.models import Conversation, Pin, Role, StoredMessage, Summary, render_content
 from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
 
 _MIGRATIONS: tuple[str, ...] = (
@@ -77,6 +77,10 @@ _MIGRATIONS: tuple[str, ...] = (
         ratio REAL NOT NULL,
         samples INTEGER NOT NULL,
         updated_at REAL NOT NULL
+    );
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
     );
     """,
 )
@@ -469,6 +473,39 @@ class SqliteStore:
             " FROM conversations c ORDER BY c.key"
         )
         return [ConversationInfo(*row) for row in rows]
+
+    async def get_meta(self, key: str) -> str | None:
+        rows = await self._db.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,))
+        return next((str(row[0]) for row in rows), None)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self._write(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    async def retokenize(self, count: Callable[[str], int]) -> int:
+        """Recount every stored token count (after the chat model's encoding changed)."""
+        updated = 0
+        async with self._transaction():
+            rows = await self._db.execute_fetchall(
+                "SELECT id, role, author_name, content FROM messages"
+            )
+            await self._db.executemany(
+                "UPDATE messages SET tokens = ? WHERE id = ?",
+                [(count(render_content(Role(r[1]), r[2], r[3])), r[0]) for r in rows],
+            )
+            updated += len(list(rows))
+            for table, column in (("pins", "text"), ("summaries", "content")):
+                rows = await self._db.execute_fetchall(
+                    f"SELECT id, {column} FROM {table}"  # noqa: S608 (constant names)
+                )
+                await self._db.executemany(
+                    f"UPDATE {table} SET tokens = ? WHERE id = ?",  # noqa: S608
+                    [(count(r[1]), r[0]) for r in rows],
+                )
+        return updated
 
     async def integrity_check(self) -> str:
         rows = await self._db.execute_fetchall("PRAGMA quick_check")
