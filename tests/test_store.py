@@ -1,0 +1,90 @@
+"""The SQLite store: schema, durability settings, and reads that don't grow with history."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.app import open_app
+from bot.models import Conversation, IncomingMessage, Role
+from bot.store.sqlite import SCHEMA_VERSION, DatabaseError, SqliteStore
+from tests.conftest import ConfigFactory
+
+GENERAL = Conversation.console("general")
+
+
+async def add(store: SqliteStore, text: str, reply_to: int | None = None) -> int:
+    message = await store.add_message(
+        conversation=GENERAL,
+        role=Role.ASSISTANT if reply_to else Role.USER,
+        author_id="a",
+        author_name="Ana",
+        content=text,
+        tokens=len(text),
+        message_id=None,
+        created_at=0.0,
+        reply_to=reply_to,
+    )
+    return message.id
+
+
+async def test_a_new_database_is_migrated_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "bot.sqlite3"
+    store = await SqliteStore.open(str(path))
+    await store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bot.sqlite3"
+    sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(DatabaseError, match=r"has schema \d+; this version knows"):
+        await SqliteStore.open(str(path))
+
+
+async def test_messages_survive_a_reopen_with_their_turns(tmp_path: Path) -> None:
+    path = str(tmp_path / "bot.sqlite3")
+    store = await SqliteStore.open(path)
+    question = await add(store, "question")
+    await add(store, "answer", reply_to=question)
+    await store.close()
+    store = await SqliteStore.open(path)
+    rows = await store.recent_messages(
+        conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+    )
+    await store.close()
+    assert [(r.content, r.turn_id) for r in rows] == [("answer", question), ("question", question)]
+
+
+async def test_building_a_prompt_reads_through_the_index(tmp_path: Path) -> None:
+    store = await SqliteStore.open(str(tmp_path / "bot.sqlite3"))
+    await store.close()
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    plan = " ".join(
+        row[3]
+        for row in db.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM messages WHERE conversation = ? AND id > ?"
+            " AND id <= ? AND COALESCE(reply_to, id) > ? ORDER BY id DESC LIMIT 256",
+            ("k", 0, 10, 0),
+        )
+    )
+    assert "messages_by_conversation" in plan
+    assert "TEMP B-TREE" not in plan  # no sort of the whole history
+
+
+async def test_stored_counts_follow_a_change_of_chat_model_encoding(
+    make_config: ConfigFactory,
+) -> None:
+    text = "数据库密码轮换周期是九十天" * 20
+    async with open_app(make_config(llm={"chat_model": "gpt-4", "summary_model": "gpt-4"})) as app:
+        first = await app.engine.record(IncomingMessage(GENERAL, "a", "Ana", text, addressed=False))
+    async with open_app(make_config()) as app:  # gpt-4o-mini: o200k_base
+        rows = await app.store.recent_messages(
+            conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+        )
+        assert rows[0].tokens == app.engine.tokenizer.count(rows[0].rendered)
+        assert rows[0].tokens < first.tokens
