@@ -431,3 +431,33 @@ async def test_edits_and_deletions_follow_the_platform(app: App, llm: FakeLLM) -
     assert not await app.engine.delete_message(GENERAL, "m1")
     await app.engine.handle_message(said("and now?"))
     assert not any("meeting is at" in c for c in contents(chat_bodies(llm)[-1]))
+
+
+async def test_summary_strategy_keeps_only_the_summary_and_the_last_turns(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    config = make_config(memory={"strategy": "summary", "keep_recent_turns": 2})
+    async with open_app(config) as app:
+        await app.engine.handle_message(said("FACT the office is in Lyon"))
+        for i in range(5):
+            await app.engine.handle_message(said(f"chat {i}"))
+        reply = await run_command(app.engine, command("summarize"))
+        assert "covers 8 messages" in reply.text  # all but the last two turns and "FACT the office is in Lyon" in reply.text
+        await app.engine.handle_message(said("where is the office?"))
+    last = chat_bodies(llm)[-1]
+    assert "FACT the office is in Lyon" in last["messages"][0]["content"]
+    assert contents(last)[1:] == [
+        "[Ana] chat 3",
+        "echo: [Ana] chat 3",
+        "[Ana] chat 4",
+        "echo: [Ana] chat 4",
+        "[Ana] where is the office?",
+    ]
+
+
+async def test_strategies_without_a_summary_say_so(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    async with open_app(make_config(memory={"strategy": "window"})) as app:
+        reply = await run_command(app.engine, command("summarize"))
+    assert reply.kind is ReplyKind.ERROR and "keeps no summary" in reply.text
