@@ -9,7 +9,7 @@ half of one. Stored messages are never deleted here: the prompt is a view.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.config import MemoryConfig, Strategy
 from bot.models import Pin, StoredMessage, Summary
@@ -18,7 +18,7 @@ from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
-_READ_BATCH = 256
+_FIRST_BATCH, _MAX_BATCH = 64, 1024
 
 
 class PromptTooLarge(Exception):
@@ -60,14 +60,12 @@ class Prompt:
         return self.tokens / self.budget if self.budget else 1.0
 
 
-@dataclass
-class _Turn:
-    turn_id: int
-    rows: list[StoredMessage] = field(default_factory=list)
-
-    @property
-    def cost(self) -> int:
-        return sum(row.tokens + MESSAGE_OVERHEAD for row in self.rows)
+@dataclass(frozen=True)
+class _Fit:
+    turns: set[int]
+    """The turns kept in the prompt."""
+    tokens: int
+    left_out: bool
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -162,20 +160,31 @@ class Assembler:
                 f"(pins: {pins_part:,}), more than the {budget:,}-token budget. "
                 "Nothing was sent to the model; unpin something with /unpin ID (see /pins)."
             )
-        window: list[_Turn] = []
+        rows: Sequence[StoredMessage] = []
+        recent = 0
         left_out = False
         if through_id is not None:
-            window, left_out = await self._fit_turns(
+            after_turn = summary.covers_through_turn if summary else 0
+            fit = await self._fit_turns(
                 conversation_key=conversation_key,
                 through_id=through_id,
-                after_turn=summary.covers_through_turn if summary else 0,
+                after_turn=after_turn,
                 available=budget - fixed,
                 current_id=current_id,
             )
-        rows = sorted((row for turn in window for row in turn.rows), key=lambda r: r.id)
-        recent = sum(turn.cost for turn in window)
+            recent, left_out = fit.tokens, fit.left_out
+            if fit.turns:
+                rows = [
+                    row
+                    for row in await self._store.messages_between(
+                        conversation_key=conversation_key,
+                        first_id=min(fit.turns),
+                        through_id=through_id,
+                    )
+                    if row.turn_id in fit.turns
+                ]
         messages = [{"role": "system", "content": self.head_text(pins, summary)}]
-        messages.extend({"role": row.role.value, "content": row.rendered} for row in rows)
+        messages.extend(row.prompt_message() for row in rows)
         pins_part = self.pins_tokens(pins)
         summary_part = self._count(render_summary(summary)) if summary else 0
         return Prompt(
@@ -202,47 +211,48 @@ class Assembler:
         after_turn: int,
         available: int,
         current_id: int | None,
-    ) -> tuple[list[_Turn], bool]:
-        """Newest turns first, while they fit; returns the kept turns and whether any
-        older unsummarized turn was left out."""
+    ) -> _Fit:
+        """Choose the newest turns that fit, reading only (id, turn, tokens) per message."""
         max_turns = self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
-        kept: list[_Turn] = []
-        pending: dict[int, _Turn] = {}
+        kept: set[int] = set()
+        pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
         remaining = available
         upper = through_id
         skipped = False
+        batch = _FIRST_BATCH
         while True:
-            rows = await self._store.recent_messages(
+            costs = await self._store.message_costs(
                 conversation_key=conversation_key,
                 through_id=upper,
                 after_turn=after_turn,
-                limit=_READ_BATCH,
+                limit=batch,
             )
-            for row in rows:
-                pending.setdefault(row.turn_id, _Turn(row.turn_id)).rows.append(row)
-            exhausted = len(rows) < _READ_BATCH
-            if rows:
-                upper = rows[-1].id - 1
+            for _, turn_id, tokens in costs:
+                pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
+            exhausted = len(costs) < batch
+            batch = min(batch * 2, _MAX_BATCH)
+            if costs:
+                upper = costs[-1][0] - 1
             # A turn is complete once its first message (id == turn id) has been read.
             ready = sorted((t for t in pending if exhausted or t > upper), reverse=True)
             for turn_id in ready:
-                turn = pending.pop(turn_id)
+                cost = pending.pop(turn_id)
                 if current_id is not None and turn_id == current_id:
-                    if turn.cost > remaining:
+                    if cost > remaining:
                         raise PromptTooLarge(
-                            f"Your message is {turn.cost - MESSAGE_OVERHEAD:,} tokens; with "
+                            f"Your message is {cost - MESSAGE_OVERHEAD:,} tokens; with "
                             f"the system prompt and pins only {remaining:,} fit in the "
                             "budget. It is saved, but too long to send: please send a "
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return kept, True
-                elif turn.cost > remaining:
-                    if turn.cost > available:
+                    return _Fit(kept, available - remaining, True)
+                elif cost > remaining:
+                    if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return kept, True
-                kept.append(turn)
-                remaining -= turn.cost
+                    return _Fit(kept, available - remaining, True)
+                kept.add(turn_id)
+                remaining -= cost
             if exhausted:
-                return kept, skipped
+                return _Fit(kept, available - remaining, skipped)

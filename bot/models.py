@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class Role(StrEnum):
@@ -91,8 +92,9 @@ class Reply:
     """Shown only to the person who asked, where the platform can."""
 
 
-@dataclass(frozen=True)
-class StoredMessage:
+class StoredMessage(NamedTuple):
+    """A stored message (a named tuple: prompts are built from hundreds of them a turn)."""
+
     id: int
     turn_id: int
     role: Role
@@ -107,6 +109,16 @@ class StoredMessage:
     @property
     def rendered(self) -> str:
         return render_content(self.role, self.author_name, self.content)
+
+    def prompt_message(self) -> dict[str, str]:
+        """The message as the chat completions API takes it."""
+        return {
+            "role": _ROLE_NAMES[self.role],
+            "content": render_content(self.role, self.author_name, self.content),
+        }
+
+
+_ROLE_NAMES = {role: role.value for role in Role}  # faster than Role.value, per message
 
 
 def render_content(role: Role, author_name: str, text: str) -> str:

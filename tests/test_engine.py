@@ -442,7 +442,9 @@ async def test_summary_strategy_keeps_only_the_summary_and_the_last_turns(
         for i in range(5):
             await app.engine.handle_message(said(f"chat {i}"))
         reply = await run_command(app.engine, command("summarize"))
-        assert "covers 8 messages" in reply.text  # all but the last two turns and "FACT the office is in Lyon" in reply.text
+        # Everything but the last two turns is folded.
+        assert "covers 8 messages" in reply.text
+        assert "FACT the office is in Lyon" in reply.text
         await app.engine.handle_message(said("where is the office?"))
     last = chat_bodies(llm)[-1]
     assert "FACT the office is in Lyon" in last["messages"][0]["content"]

@@ -85,6 +85,18 @@ class Store(Protocol):
         """Messages with id ``<= through_id`` whose turn is after ``after_turn``, newest first."""
         ...
 
+    async def message_costs(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[tuple[int, int, int]]:
+        """``(id, turn id, tokens)`` of the messages ``recent_messages`` would return."""
+        ...
+
+    async def messages_between(
+        self, *, conversation_key: str, first_id: int, through_id: int
+    ) -> Sequence[StoredMessage]:
+        """Messages with ids from ``first_id`` through ``through_id``, oldest first."""
+        ...
+
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
     ) -> Sequence[StoredMessage]:

@@ -35,7 +35,7 @@ _MIGRATIONS: tuple[str, ...] = (
         platform_message_id TEXT,
         created_at REAL NOT NULL
     );
-    CREATE INDEX messages_by_conversation ON messages (conversation, id);
+    CREATE INDEX messages_by_conversation ON messages (conversation, id, reply_to, tokens);
     CREATE INDEX messages_by_platform_id ON messages (conversation, platform_message_id)
         WHERE platform_message_id IS NOT NULL;
     CREATE TABLE pins (
@@ -101,17 +101,12 @@ class DatabaseError(Exception):
     """The database cannot be opened or is newer than this version understands."""
 
 
+_ROLES = {role.value: role for role in Role}
+
+
 def _message(row: Any) -> StoredMessage:
     return StoredMessage(
-        id=row[0],
-        turn_id=row[1],
-        role=Role(row[2]),
-        author_id=row[3],
-        author_name=row[4],
-        content=row[5],
-        tokens=row[6],
-        created_at=row[7],
-        message_id=row[8],
+        row[0], row[1], _ROLES[row[2]], row[3], row[4], row[5], row[6], row[7], row[8]
     )
 
 
@@ -290,6 +285,28 @@ class SqliteStore:
             " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
             " ORDER BY id DESC LIMIT ?",
             (conversation_key, after_turn, through_id, after_turn, limit),
+        )
+        return [_message(row) for row in rows]
+
+    async def message_costs(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[tuple[int, int, int]]:
+        # Answered from the covering index alone: no message text is read.
+        rows = await self._db.execute_fetchall(
+            "SELECT id, COALESCE(reply_to, id), tokens FROM messages"
+            " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
+            " ORDER BY id DESC LIMIT ?",
+            (conversation_key, after_turn, through_id, after_turn, limit),
+        )
+        return rows  # type: ignore[return-value]
+
+    async def messages_between(
+        self, *, conversation_key: str, first_id: int, through_id: int
+    ) -> Sequence[StoredMessage]:
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " WHERE conversation = ? AND id >= ? AND id <= ? ORDER BY id",
+            (conversation_key, first_id, through_id),
         )
         return [_message(row) for row in rows]
 
