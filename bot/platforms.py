@@ -1,0 +1,66 @@
+"""``bot run``: the chat platforms enabled in the config, run until a signal stops them.
+
+Each platform adapter implements :class:`Platform`. Adapters translate platform events into
+:class:`~bot.models.IncomingMessage` / :class:`~bot.models.CommandCall` values for the engine
+and never hand platform objects to the core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Sequence
+from typing import Protocol
+
+from bot.app import App
+
+log = logging.getLogger(__name__)
+
+
+class NoPlatformEnabled(Exception):
+    """``bot run`` has nothing to run."""
+
+
+class Platform(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def connected(self) -> bool: ...
+
+    async def start(self) -> None:
+        """Connect and begin handling events; return once connected."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop taking events, finish or abandon in-flight replies, disconnect."""
+        ...
+
+
+def enabled_platforms(app: App) -> list[Platform]:
+    """The adapters the config enables (none exist in this version)."""
+    return []
+
+
+async def run_platforms(platforms: Sequence[Platform]) -> None:
+    """Start every platform, wait for SIGINT or SIGTERM, then stop them all."""
+    if not platforms:
+        raise NoPlatformEnabled
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    started: list[Platform] = []
+    try:
+        for platform in platforms:
+            await platform.start()
+            started.append(platform)
+            log.info("%s connected", platform.name)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        for platform in reversed(started):
+            await platform.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
