@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 
-_SECRET_KEYS = {"api_key", "summary_api_key", "token", "bot_token", "app_token"}
+_SECRET_KEYS = {
+    "api_key",
+    "summary_api_key",
+    "token",
+    "bot_token",
+    "app_token",
+    "signing_secret",
+}
 
 
 class ConfigError(Exception):
@@ -78,12 +85,53 @@ class LoggingConfig(_Section):
     level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
 
+class SlackMode(StrEnum):
+    SOCKET = "socket"
+    HTTP = "http"
+
+
+class SlackRecord(StrEnum):
+    ALL = "all"
+    ADDRESSED = "addressed"
+
+
+class SlackConfig(_Section):
+    enabled: bool = False
+    mode: SlackMode = SlackMode.SOCKET
+    host: str = "0.0.0.0"  # HTTP mode: where Slack (or the load balancer) reaches the bot
+    port: int = Field(default=3000, ge=0, le=65535)
+    api_base_url: str | None = None
+    record: SlackRecord = SlackRecord.ALL
+    answer_all_in: tuple[str, ...] = ()
+    admins: tuple[str, ...] = ()
+    # Filled from the environment only, never from the file.
+    bot_token: str | None = Field(default=None, exclude=True, repr=False)
+    app_token: str | None = Field(default=None, exclude=True, repr=False)
+    signing_secret: str | None = Field(default=None, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _secrets_present(self) -> SlackConfig:
+        if not self.enabled:
+            return self
+        missing = [] if self.bot_token else ["SLACK_BOT_TOKEN"]
+        if self.mode is SlackMode.SOCKET and not self.app_token:
+            missing.append("SLACK_APP_TOKEN")
+        if self.mode is SlackMode.HTTP and not self.signing_secret:
+            missing.append("SLACK_SIGNING_SECRET")
+        if missing:
+            raise ValueError(
+                f"{self.mode.value} mode needs {' and '.join(missing)} in the environment"
+            )
+        return self
+
+
 class Config(_Section):
     system_prompt: str = Field(min_length=1)
     llm: LLMConfig
     memory: MemoryConfig = MemoryConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    slack: SlackConfig = SlackConfig()
 
     @property
     def summary_base_url(self) -> str:
@@ -130,6 +178,14 @@ def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     llm["api_key"] = env.get("OPENAI_API_KEY") or None
     llm["summary_api_key"] = env.get("SUMMARY_API_KEY") or None
     data["llm"] = llm
+    slack = data.get("slack") or {}
+    if isinstance(slack, dict):
+        data["slack"] = {
+            **slack,
+            "bot_token": env.get("SLACK_BOT_TOKEN") or None,
+            "app_token": env.get("SLACK_APP_TOKEN") or None,
+            "signing_secret": env.get("SLACK_SIGNING_SECRET") or None,
+        }
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -80,3 +80,40 @@ def test_config_path_precedence() -> None:
     assert config_path("a.yaml", {"BOT_CONFIG": "b.yaml"}) == Path("a.yaml")
     assert config_path(None, {"BOT_CONFIG": "b.yaml"}) == Path("b.yaml")
     assert config_path(None, {}) == Path("config.yaml")
+
+
+SLACK_BASE = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+
+
+def test_slack_secrets_come_from_the_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, SLACK_BASE + "slack: {enabled: true, admins: [U1]}\n")
+    env = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-test"}
+    config = load_config(path, env=env)
+    assert config.slack.enabled and config.slack.mode == "socket"
+    assert (config.slack.bot_token, config.slack.app_token) == ("xoxb-test", "xapp-test")
+    assert config.slack.admins == ("U1",)
+    assert "xoxb-test" not in repr(config)
+    assert not load_config(ROOT / "config.yaml", env=env).slack.enabled
+
+
+@pytest.mark.parametrize(
+    ("slack", "env", "message"),
+    [
+        ("{enabled: true}", {}, "slack: socket mode needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN"),
+        (
+            "{enabled: true, mode: http}",
+            {"SLACK_BOT_TOKEN": "xoxb-1"},
+            "slack: http mode needs SLACK_SIGNING_SECRET in the environment",
+        ),
+        ("{signing_secret: abc}", {}, "slack.signing_secret: secrets are read from the"),
+        ("{bot_token: xoxb-1}", {}, "slack.bot_token: secrets are read from the environment"),
+        ("{mode: rtm}", {}, "slack.mode: Input should be 'socket' or 'http'"),
+        ("{chanels: []}", {}, "slack.chanels: unknown key"),
+    ],
+)
+def test_a_bad_slack_section_is_named(
+    tmp_path: Path, slack: str, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, SLACK_BASE + f"slack: {slack}\n"), env=env)
+    assert message in str(caught.value)

@@ -1,0 +1,125 @@
+"""Replies as Slack shows them: Markdown → mrkdwn, split into messages Slack accepts. Pure."""
+
+from __future__ import annotations
+
+import re
+
+MAX_CHARS = 3500
+"""Slack rejects long messages (``msg_too_long``) near 4,000 characters; stay well below."""
+
+FENCE = "```"
+_FENCE_LINE = re.compile(r"^\s*```")
+_INLINE_CODE = re.compile(r"(`[^`\n]+`)")
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![*\w])")
+_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_BULLET = re.compile(r"^(\s*)[-*+]\s+")
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _inline(text: str) -> str:
+    """Markdown emphasis and links in prose (not code) as mrkdwn."""
+    links: list[str] = []
+
+    def keep_link(match: re.Match[str]) -> str:
+        links.append(f"<{match.group(2)}|{escape(match.group(1))}>")
+        return f"\x00{len(links) - 1}\x00"
+
+    text = _LINK.sub(keep_link, text)
+    text = escape(text)
+    text = _ITALIC.sub(r"_\1_", text)
+    text = _BOLD.sub(r"*\2*", text)
+    text = _STRIKE.sub(r"~\1~", text)
+    return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], text)
+
+
+def _line(line: str) -> str:
+    heading = _HEADING.match(line)
+    if heading:
+        return f"*{_prose(heading.group(1)).strip('*')}*"
+    bullet = _BULLET.match(line)
+    if bullet and not re.match(r"^\s*([-*_])(\s*\1){2,}\s*$", line):
+        line = f"{bullet.group(1)}• {line[bullet.end() :]}"
+    return _prose(line)
+
+
+def _prose(line: str) -> str:
+    parts = _INLINE_CODE.split(line)
+    return "".join(escape(p) if i % 2 else _inline(p) for i, p in enumerate(parts))
+
+
+def to_mrkdwn(markdown: str) -> str:
+    """Bold, italics, strikethrough, links, headings and bullets in Slack's syntax; code
+    (fenced or inline) kept verbatim apart from escaping, fences without their language."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.split("\n"):
+        if _FENCE_LINE.match(line):
+            in_code = not in_code
+            out.append(FENCE)
+        elif in_code:
+            out.append(escape(line))
+        else:
+            out.append(_line(line))
+    return "\n".join(out)
+
+
+def _cut_point(text: str, limit: int) -> int:
+    """Where to end a chunk of ``text`` at most ``limit`` long: the last paragraph break,
+    else the last line break, else the last space, in the chunk's second half."""
+    floor = limit // 2
+    for separator in ("\n\n", "\n", " "):
+        at = text.rfind(separator, floor, limit)
+        if at > 0:
+            return at
+    cut = limit
+    while cut > 1 and text[cut - 1] == "`" == text[cut]:  # never through a run of backticks
+        cut -= 1
+    return cut
+
+
+def split(text: str, limit: int = MAX_CHARS) -> list[str]:
+    """Split into messages of at most ``limit`` characters, at paragraph (or line) breaks,
+    code-fence boundaries preferred; a code block cut in two is closed and reopened, so every
+    message has balanced fences."""
+    chunks: list[str] = []
+    rest = text.strip("\n")
+    reopen = False
+    while rest:
+        prefix = FENCE + "\n" if reopen else ""
+        room = limit - len(prefix) - len("\n" + FENCE)
+        if len(prefix) + len(rest) <= limit:
+            chunk, rest = prefix + rest, ""
+        else:
+            cut = _fence_cut(rest, room) or _cut_point(rest, room)
+            chunk, rest = prefix + rest[:cut].rstrip(), rest[cut:].lstrip(" ").lstrip("\n")
+        reopen = chunk.count(FENCE) % 2 == 1
+        if reopen:
+            chunk += "\n" + FENCE
+        if chunk.strip():
+            chunks.append(chunk)
+    return chunks
+
+
+def _fence_cut(text: str, limit: int) -> int | None:
+    """The end of the last closing fence (or start of the last opening one) in the second
+    half of the chunk: code blocks stay whole where they can."""
+    best = None
+    inside = False
+    position = 0
+    for line in text[:limit].split("\n")[:-1]:
+        end = position + len(line)
+        if line.lstrip().startswith(FENCE):
+            if inside and end > limit // 2:
+                best = end
+            elif not inside and position > limit // 2:
+                best = position
+            inside = not inside
+        position = end + 1
+    return best
