@@ -1,0 +1,294 @@
+"""The Bolt app: listeners that acknowledge at once, then do the work in a task.
+
+Messages, edits and deletions go to the engine; slash commands and the "Pin to memory"
+shortcut to :func:`bot.commands.run_command`; replies come back rendered as mrkdwn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.commands import COMMANDS, run_command
+from bot.config import SlackConfig, SlackRecord
+from bot.engine import Engine
+from bot.models import CommandCall, Reply, ReplyKind
+from bot.slack_adapter.render import split, to_mrkdwn
+from bot.slack_adapter.translate import (
+    PIN_SHORTCUT,
+    Policy,
+    is_user_message,
+    mentions,
+    message_event,
+    shortcut_author,
+    to_command,
+    to_deletion,
+    to_edit,
+    to_incoming,
+    to_pin,
+)
+
+log = logging.getLogger(__name__)
+
+THINKING = "_Thinking…_"
+_SEEN_EVENTS = 2048
+_MAX_RESPONSES = 5  # a response_url takes 5 messages
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the bot is in its workspace (``auth.test``)."""
+
+    user_id: str
+    bot_id: str | None
+    team_id: str
+
+
+async def identify(client: AsyncWebClient) -> Identity:
+    answer = await client.auth_test()
+    return Identity(
+        user_id=str(answer["user_id"]),
+        bot_id=answer.get("bot_id"),
+        team_id=str(answer.get("team_id") or ""),
+    )
+
+
+def _ephemeral(reply: Reply) -> bool:
+    return reply.ephemeral or reply.kind is ReplyKind.ERROR
+
+
+class Listeners:
+    """Everything the Bolt app does, on the engine and the Web API client it is given."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        client: AsyncWebClient,
+        settings: SlackConfig,
+        identity: Identity,
+    ) -> None:
+        self.engine = engine
+        self.client = client
+        self.policy = Policy(
+            bot_user_id=identity.user_id,
+            answer_all_in=frozenset(settings.answer_all_in),
+            record_all=settings.record is SlackRecord.ALL,
+        )
+        self.admins: Collection[str] = frozenset(settings.admins)
+        self._names: dict[str, str] = {}
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register(self, app: AsyncApp) -> None:
+        app.event("message")(self.on_message)
+        app.event("app_mention")(self.on_mention)
+        for spec in COMMANDS:
+            app.command(f"/{spec.name}")(self.on_command)
+        app.shortcut(PIN_SHORTCUT)(self.on_pin_shortcut)
+
+    # -- Bolt listeners: acknowledge, then work in a task ---------------------------------
+
+    async def on_message(self, body: dict[str, Any], ack: AsyncAck) -> None:
+        await ack()
+        if self._first_delivery(body):
+            self._spawn(self._message(body), "slack message")
+
+    async def on_mention(self, ack: AsyncAck) -> None:
+        await ack()  # the same message also arrives as a message event, handled there
+
+    async def on_command(self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond) -> None:
+        await ack()
+        call = to_command(body, admins=self.admins)
+        self._spawn(self._command(call, respond), f"slack /{call.name}")
+
+    async def on_pin_shortcut(
+        self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond
+    ) -> None:
+        await ack()
+        self._spawn(self._pin_shortcut(body, respond), "slack pin shortcut")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def settle(self) -> None:
+        """Wait until the work started so far (and any it started) is done."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    async def aclose(self, *, grace: float = 10.0) -> None:
+        """Give in-flight replies ``grace`` seconds, then cancel them."""
+        tasks = list(self._tasks)
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+    def _spawn(self, work: Awaitable[None], name: str) -> None:
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("%s failed", name)
+
+        task = asyncio.create_task(guarded(), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _first_delivery(self, body: Mapping[str, Any]) -> bool:
+        """False for an event already handled (Slack retries unacknowledged deliveries)."""
+        event_id = body.get("event_id")
+        if not event_id:
+            return True
+        if event_id in self._seen:
+            log.info("ignoring redelivered event %s", event_id)
+            return False
+        self._seen[event_id] = None
+        if len(self._seen) > _SEEN_EVENTS:
+            self._seen.popitem(last=False)
+        return True
+
+    # -- work ----------------------------------------------------------------------------
+
+    async def names(self, user_ids: Collection[str]) -> dict[str, str]:
+        """Display names, each looked up once (``users.info``) and then cached."""
+        for user_id in user_ids:
+            if user_id and user_id not in self._names and user_id != self.policy.bot_user_id:
+                name = await self._look_up(user_id)
+                if name:
+                    self._names[user_id] = name
+        return {u: self._names[u] for u in user_ids if u in self._names}
+
+    async def _look_up(self, user_id: str) -> str | None:
+        try:
+            answer = await self.client.users_info(user=user_id)
+        except SlackApiError as exc:
+            log.warning("users.info %s failed: %s", user_id, exc.response.get("error"))
+            return None
+        user = answer.get("user") or {}
+        profile = user.get("profile") or {}
+        for name in (profile.get("display_name"), profile.get("real_name"), user.get("name")):
+            if name:
+                return str(name)
+        return None
+
+    async def _message(self, body: dict[str, Any]) -> None:
+        event = message_event(body)
+        if event is None:
+            return
+        if event.get("subtype") == "message_changed":
+            changed = event.get("message") or {}
+            names = await self.names(
+                {str(changed.get("user") or "")} | mentions(str(changed.get("text") or ""))
+            )
+            edit = to_edit(body, policy=self.policy, names=names)
+            if edit is not None:
+                await self.engine.edit_message(edit.conversation, edit.message_id, edit.text)
+            return
+        deletion = to_deletion(body)
+        if deletion is not None:
+            await self.engine.delete_message(deletion.conversation, deletion.message_id)
+            return
+        if not is_user_message(event):
+            return
+        text = str(event.get("text") or "")
+        names = await self.names({str(event["user"])} | mentions(text))
+        incoming = to_incoming(body, policy=self.policy, names=names)
+        if incoming is None:
+            return
+        if not incoming.addressed:
+            await self.engine.handle_message(incoming)
+            return
+        channel, thread = str(event["channel"]), event.get("thread_ts")
+        placeholder = await self._post(channel, thread, THINKING)
+        reply = await self.engine.handle_message(incoming)
+        if reply is None:
+            await self._delete(channel, placeholder)
+            return
+        await self._deliver(channel, thread, incoming.author_id, reply, placeholder)
+
+    async def _deliver(
+        self,
+        channel: str,
+        thread: str | None,
+        user: str,
+        reply: Reply,
+        placeholder: str | None,
+    ) -> None:
+        chunks = split(to_mrkdwn(reply.text))
+        if _ephemeral(reply):
+            await self._delete(channel, placeholder)
+            for chunk in chunks:
+                await self.client.chat_postEphemeral(
+                    channel=channel, user=user, text=chunk, thread_ts=thread
+                )
+            return
+        if placeholder is not None and chunks:
+            await self.client.chat_update(channel=channel, ts=placeholder, text=chunks[0])
+            chunks = chunks[1:]
+        for chunk in chunks:
+            await self._post(channel, thread, chunk)
+
+    async def _post(self, channel: str, thread: str | None, text: str) -> str | None:
+        try:
+            answer = await self.client.chat_postMessage(
+                channel=channel, thread_ts=thread, text=text, unfurl_links=False
+            )
+        except SlackApiError as exc:
+            log.warning("chat.postMessage to %s failed: %s", channel, exc.response.get("error"))
+            return None
+        ts = answer.get("ts")
+        return str(ts) if ts else None
+
+    async def _delete(self, channel: str, ts: str | None) -> None:
+        if ts is None:
+            return
+        try:
+            await self.client.chat_delete(channel=channel, ts=ts)
+        except SlackApiError as exc:
+            log.warning("chat.delete in %s failed: %s", channel, exc.response.get("error"))
+
+    async def _command(self, call: CommandCall, respond: AsyncRespond) -> None:
+        await self._respond(respond, await run_command(self.engine, call))
+
+    async def _pin_shortcut(self, body: dict[str, Any], respond: AsyncRespond) -> None:
+        message = body.get("message") or {}
+        user = str((body.get("user") or {}).get("id") or "")
+        wanted = {shortcut_author(body), user} | mentions(str(message.get("text") or ""))
+        call = to_pin(body, names=await self.names(wanted))
+        await self._respond(respond, await run_command(self.engine, call))
+
+    async def _respond(self, respond: AsyncRespond, reply: Reply) -> None:
+        kind = "ephemeral" if _ephemeral(reply) else "in_channel"
+        for chunk in split(to_mrkdwn(reply.text))[:_MAX_RESPONSES]:
+            await respond(text=chunk, response_type=kind)
+
+
+def build_app(
+    *,
+    client: AsyncWebClient,
+    listeners: Listeners,
+    signing_secret: str | None,
+) -> AsyncApp:
+    """The Bolt app on ``client`` (whose base URL may point anywhere), with the listeners."""
+    app = AsyncApp(
+        client=client,
+        signing_secret=signing_secret or "",
+        request_verification_enabled=signing_secret is not None,
+        logger=logging.getLogger("slack_bolt"),
+        name="channel-memory-bot",
+    )
+    listeners.register(app)
+    return app

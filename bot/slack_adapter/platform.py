@@ -1,0 +1,93 @@
+"""The Slack :class:`~bot.platforms.Platform`: Socket Mode or HTTP mode (Events API)."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import SlackConfig, SlackMode
+from bot.engine import Engine
+from bot.slack_adapter.app import Identity, Listeners, build_app, identify
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+DEFAULT_API_BASE_URL = "https://slack.com/api/"
+_RATE_LIMIT_RETRIES = 3
+
+
+def make_client(settings: SlackConfig) -> AsyncWebClient:
+    """The Web API client: the bot token, the configured base URL, and 429s retried after
+    the ``Retry-After`` the API sends."""
+    base_url = settings.api_base_url or DEFAULT_API_BASE_URL
+    client = AsyncWebClient(
+        token=settings.bot_token, base_url=base_url if base_url.endswith("/") else base_url + "/"
+    )
+    client.retry_handlers.append(
+        AsyncRateLimitErrorRetryHandler(max_retry_count=_RATE_LIMIT_RETRIES)
+    )
+    return client
+
+
+class SlackPlatform:
+    """``bot run``'s Slack side: connects in the configured mode, hands events to the engine."""
+
+    def __init__(self, *, engine: Engine, settings: SlackConfig) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.identity: Identity | None = None
+        self.listeners: Listeners | None = None
+        self.port: int | None = None
+        """HTTP mode: the port actually bound (``slack.port: 0`` picks a free one)."""
+        self._connected = False
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def name(self) -> str:
+        return "slack"
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    async def start(self) -> None:
+        client = make_client(self.settings)
+        self.identity = await identify(client)
+        log.info("slack: signed in as %s in %s", self.identity.user_id, self.identity.team_id)
+        self.listeners = Listeners(
+            engine=self.engine, client=client, settings=self.settings, identity=self.identity
+        )
+        http = self.settings.mode is SlackMode.HTTP
+        app = build_app(
+            client=client,
+            listeners=self.listeners,
+            signing_secret=self.settings.signing_secret if http else None,
+        )
+        if http:
+            runner = web.AppRunner(app.web_app(path=EVENTS_PATH), access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, self.settings.host, self.settings.port).start()
+            self._runner = runner
+            self.port = runner.addresses[0][1]
+            log.info("slack: serving %s on %s:%d", EVENTS_PATH, self.settings.host, self.port)
+        else:
+            self._socket = AsyncSocketModeHandler(app, app_token=self.settings.app_token)
+            await self._socket.connect_async()  # type: ignore[no-untyped-call]
+        self._connected = True
+
+    async def stop(self) -> None:
+        """Stop taking events, give in-flight replies a moment, disconnect."""
+        self._connected = False
+        if self._socket is not None:
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
+            self._socket = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.listeners is not None:
+            await self.listeners.aclose()

@@ -1,0 +1,221 @@
+"""A local fake of Slack for tests: the Web API, response URLs and a Socket Mode websocket.
+
+The real ``slack_sdk`` client reaches it through ``base_url`` (``FakeSlack.api_url``); every
+call is recorded with its parameters. Socket Mode clients get this server's websocket from
+``apps.connections.open``; tests push envelopes over it and read the acks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from aiohttp import WSMsgType, web
+
+JSON = dict[str, Any]
+TEAM = "T1"
+BOT_USER = "UBOT"
+BOT_ID = "BBOT"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One Web API call (or response URL post): method name and its parameters."""
+
+    method: str
+    params: JSON
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A scripted error answer for the next call of a method."""
+
+    status: int = 200
+    error: str = "fatal_error"
+    retry_after: int | None = None
+
+
+class FakeSlack:
+    def __init__(self, users: dict[str, str] | None = None) -> None:
+        self.users = dict(users or {})
+        """User id → display name, for ``users.info``."""
+        self.url = ""
+        self.calls: list[Call] = []
+        self.responses: list[Call] = []
+        self.acks: list[JSON] = []
+        self._failures: dict[str, deque[Failure]] = {}
+        self._ts = itertools.count(1)
+        self._envelopes = itertools.count(1)
+        self._sockets: list[web.WebSocketResponse] = []
+        self._socket_ready = asyncio.Event()
+        self._ack_arrived = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+
+    # -- scripting and inspection --
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def response_url(self, name: str) -> str:
+        return f"{self.url}/respond/{name}"
+
+    def fail(self, method: str, *failures: Failure) -> None:
+        """Answer the next calls of ``method`` with these failures, in order."""
+        self._failures.setdefault(method, deque()).extend(failures)
+
+    def called(self, method: str) -> list[JSON]:
+        return [call.params for call in self.calls if call.method == method]
+
+    def messages(self) -> list[JSON]:
+        """What the bot showed: posts and updates (a placeholder replaced by its update)."""
+        shown: dict[str, JSON] = {}
+        for call in self.calls:
+            if call.method == "chat.postMessage":
+                shown[call.params["ts"]] = dict(call.params)
+            elif call.method == "chat.update" and call.params["ts"] in shown:
+                shown[call.params["ts"]]["text"] = call.params["text"]
+            elif call.method == "chat.delete":
+                shown.pop(call.params["ts"], None)
+        return list(shown.values())
+
+    # -- lifecycle --
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/respond/{name}", self._respond)
+        app.router.add_get("/socket", self._socket)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self.url
+
+    async def aclose(self) -> None:
+        for socket in self._sockets:
+            await socket.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- Socket Mode --
+
+    async def push(self, kind: str, payload: JSON, *, retry_attempt: int = 0) -> str:
+        """Send an envelope (``events_api``, ``slash_commands``, ``interactive``) to the
+        connected client; returns its envelope id."""
+        await asyncio.wait_for(self._socket_ready.wait(), timeout=5)
+        envelope_id = f"env-{next(self._envelopes)}"
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": retry_attempt,
+            "retry_reason": "",
+        }
+        await self._sockets[-1].send_str(json.dumps(envelope))
+        return envelope_id
+
+    async def ack_for(self, envelope_id: str) -> JSON:
+        """The client's acknowledgement of an envelope."""
+
+        async def wait() -> JSON:
+            while True:
+                for ack in self.acks:
+                    if ack.get("envelope_id") == envelope_id:
+                        return ack
+                self._ack_arrived.clear()
+                await self._ack_arrived.wait()
+
+        return await asyncio.wait_for(wait(), 5)
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self._sockets.append(socket)
+        hello = {"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A1"}}
+        await socket.send_str(json.dumps(hello))
+        self._socket_ready.set()
+        async for message in socket:
+            if message.type == WSMsgType.TEXT:
+                self.acks.append(json.loads(message.data))
+                self._ack_arrived.set()
+        return socket
+
+    # -- the Web API --
+
+    async def _params(self, request: web.Request) -> JSON:
+        params: JSON = dict(request.query)
+        if request.content_type == "application/json":
+            params.update(await request.json())
+        elif request.can_read_body:
+            params.update(await request.post())
+        return params
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        failures = self._failures.get(method)
+        if failures:
+            failure = failures.popleft()
+            self.calls.append(Call(f"{method}!{failure.error}", params, headers))
+            extra = {} if failure.retry_after is None else {"Retry-After": str(failure.retry_after)}
+            body = {"ok": False, "error": failure.error}
+            return web.json_response(body, status=failure.status, headers=extra)
+        answer = self._answer(method, params)
+        if "ts" in answer and method == "chat.postMessage":
+            params = {**params, "ts": answer["ts"]}
+        self.calls.append(Call(method, params, headers))
+        return web.json_response({"ok": True, **answer})
+
+    def _answer(self, method: str, params: JSON) -> JSON:
+        if method == "auth.test":
+            return {"user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "memorybot"}
+        if method == "apps.connections.open":
+            return {"url": f"{self.url.replace('http', 'ws', 1)}/socket"}
+        if method == "users.info":
+            user = str(params.get("user"))
+            name = self.users.get(user, "")
+            profile = {"display_name": name, "real_name": f"{name} Real"}
+            return {"user": {"id": user, "name": name.lower(), "profile": profile}}
+        if method == "chat.postMessage":
+            ts = f"{9000 + next(self._ts)}.000100"
+            return {"channel": params.get("channel"), "ts": ts, "message": {"text": ""}}
+        if method in ("chat.update", "chat.delete"):
+            return {"channel": params.get("channel"), "ts": params.get("ts")}
+        if method == "chat.postEphemeral":
+            return {"message_ts": f"{9000 + next(self._ts)}.000200"}
+        return {}
+
+    async def _respond(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.responses.append(Call(request.match_info["name"], body))
+        return web.Response(text="ok")
+
+
+def signed_headers(secret: str, body: str, *, content_type: str, age: float = 0) -> dict[str, str]:
+    """Headers Slack sends with a request: timestamp and ``v0=`` HMAC signature."""
+    from slack_sdk.signature import SignatureVerifier
+
+    timestamp = str(int(time.time() - age))
+    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
+    return {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": timestamp,
+        "X-Slack-Signature": signature,
+    }

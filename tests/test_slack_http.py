@@ -1,0 +1,287 @@
+"""The Slack adapter in HTTP mode, through Bolt's real code paths: signed requests to the app
+served on 127.0.0.1, a fake Slack Web API reached through the client's base URL, and the
+local OpenAI-compatible server behind the engine."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+import pytest
+
+from bot.app import App, open_app
+from bot.config import parse_config
+from bot.slack_adapter.platform import EVENTS_PATH, SlackPlatform
+from tests.conftest import config_dict, is_summary_request
+from tests.support.fake_llm import FakeLLM
+from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack, signed_headers
+
+SECRET = "test-signing-secret"
+ENV = {"SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_SIGNING_SECRET": SECRET}
+USERS = {"U1": "Ana", "U2": "Bo", "U9": "Admin"}
+
+
+class Slack:
+    """Sends what Slack would send to the app; reads what the app sent to the fake API."""
+
+    def __init__(self, platform: SlackPlatform, fake: FakeSlack, http: aiohttp.ClientSession):
+        self.platform = platform
+        self.fake = fake
+        self.http = http
+        self.url = f"http://127.0.0.1:{platform.port}{EVENTS_PATH}"
+        self._events = 0
+
+    async def post(self, body: str, content_type: str, *, age: float = 0, secret: str = SECRET):
+        headers = signed_headers(secret, body, content_type=content_type, age=age)
+        async with self.http.post(self.url, data=body.encode(), headers=headers) as response:
+            return response.status, await response.text()
+
+    async def event(self, event: dict[str, Any], *, event_id: str | None = None) -> int:
+        self._events += 1
+        body = {
+            "token": "unused",
+            "team_id": TEAM,
+            "api_app_id": "A1",
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{self._events}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+        status, _ = await self.post(json.dumps(body), "application/json")
+        return status
+
+    async def say(self, user: str, text: str, channel: str = "C1", **fields: Any) -> str:
+        """A person's message; returns its ts."""
+        self._events += 1
+        ts = fields.pop("ts", f"{1700000000 + self._events}.000001")
+        message = {"type": "message", "user": user, "text": text, "channel": channel, "ts": ts}
+        message["channel_type"] = "im" if channel.startswith("D") else "channel"
+        assert await self.event({**message, **fields}) == 200
+        await self.settle()
+        return ts
+
+    async def command(self, name: str, text: str = "", user: str = "U1", channel: str = "C1"):
+        form = {
+            "command": f"/{name}",
+            "text": text,
+            "user_id": user,
+            "user_name": USERS[user].lower(),
+            "channel_id": channel,
+            "team_id": TEAM,
+            "response_url": self.fake.response_url(f"{name}-{len(self.fake.responses)}"),
+            "trigger_id": "1.2.3",
+        }
+        status, body = await self.post(urlencode(form), "application/x-www-form-urlencoded")
+        await self.settle()
+        return status, body
+
+    async def settle(self) -> None:
+        assert self.platform.listeners is not None
+        await self.platform.listeners.settle()
+
+    def last_response(self) -> dict[str, Any]:
+        return self.fake.responses[-1].params
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(USERS) as fake:
+        yield fake
+
+
+def slack_settings(fake: FakeSlack, **overrides: Any) -> dict[str, Any]:
+    settings = {
+        "enabled": True,
+        "mode": "http",
+        "host": "127.0.0.1",
+        "port": 0,
+        "api_base_url": fake.api_url,
+        "answer_all_in": ["CALL"],
+        "admins": ["U9"],
+    }
+    return {**settings, **overrides}
+
+
+@pytest.fixture
+async def bot_app(tmp_path: Any, llm: FakeLLM, fake_slack: FakeSlack) -> AsyncIterator[App]:
+    raw = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack_settings(fake_slack))
+    async with open_app(parse_config(raw, ENV)) as app:
+        yield app
+
+
+@pytest.fixture
+async def slack(bot_app: App, fake_slack: FakeSlack) -> AsyncIterator[Slack]:
+    platform = SlackPlatform(engine=bot_app.engine, settings=bot_app.config.slack)
+    await platform.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            yield Slack(platform, fake_slack, http)
+    finally:
+        await platform.stop()
+
+
+def chat_bodies(llm: FakeLLM) -> list[dict[str, Any]]:
+    return [body for body in llm.chat_requests if not is_summary_request(body)]
+
+
+async def test_url_verification_is_answered(slack: Slack) -> None:
+    body = json.dumps({"token": "x", "challenge": "ch4llenge", "type": "url_verification"})
+    status, text = await slack.post(body, "application/json")
+    assert status == 200 and "ch4llenge" in text
+
+
+async def test_a_wrong_signature_or_a_stale_timestamp_gets_401(slack: Slack, llm: FakeLLM) -> None:
+    body = json.dumps({"type": "url_verification", "challenge": "c"})
+    assert (await slack.post(body, "application/json", secret="wrong"))[0] == 401
+    assert (await slack.post(body, "application/json", age=360))[0] == 401
+    form = urlencode({"command": "/stats", "text": "", "user_id": "U1", "team_id": TEAM})
+    assert (await slack.post(form, "application/x-www-form-urlencoded", secret="x"))[0] == 401
+    assert llm.chat_requests == []
+
+
+async def test_a_mention_is_answered_in_its_channel_after_a_thinking_message(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    await slack.say("U1", f"<@{BOT_USER}> **hello** there")
+    assert fake_slack.called("auth.test")
+    posted = fake_slack.called("chat.postMessage")
+    assert [(p["channel"], p["text"]) for p in posted] == [("C1", "_Thinking…_")]
+    updated = fake_slack.called("chat.update")
+    assert [(u["ts"], u["text"]) for u in updated] == [
+        (posted[0]["ts"], "echo: [Ana] *hello* there")
+    ]
+    assert chat_bodies(llm)[-1]["messages"][-1]["content"] == "[Ana] **hello** there"
+
+
+async def test_display_names_are_looked_up_once(slack: Slack, fake_slack: FakeSlack) -> None:
+    await slack.say("U1", "one")
+    await slack.say("U1", f"<@{BOT_USER}> two, ask <@U2>")
+    await slack.say("U1", f"<@{BOT_USER}> three")
+    looked_up = [p["user"] for p in fake_slack.called("users.info")]
+    assert sorted(looked_up) == ["U1", "U2"]
+
+
+async def test_unaddressed_chatter_is_remembered_not_answered(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    await slack.say("U2", "the deploy is at 5pm")
+    assert fake_slack.called("chat.postMessage") == [] and llm.chat_requests == []
+    await slack.say("U1", f"<@{BOT_USER}> when is the deploy?")
+    contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+    assert contents == ["[Bo] the deploy is at 5pm", "[Ana] when is the deploy?"]
+
+
+async def test_dms_and_answer_all_channels_need_no_mention(slack: Slack, fake_slack: FakeSlack):
+    await slack.say("U1", "hi in a DM", channel="D1")
+    await slack.say("U2", "hi in the call channel", channel="CALL")
+    assert [p["channel"] for p in fake_slack.messages()] == ["D1", "CALL"]
+
+
+async def test_own_and_other_bots_messages_are_ignored_and_retries_deduplicated(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    own = {"type": "message", "user": BOT_USER, "bot_id": "BBOT", "text": "hi", "channel": "C1"}
+    assert await slack.event({**own, "ts": "1.1"}) == 200
+    other = {**own, "user": "U7", "bot_id": "B7", "text": f"<@{BOT_USER}> hi", "ts": "1.2"}
+    assert await slack.event(other) == 200
+    mention = {"type": "message", "user": "U1", "text": f"<@{BOT_USER}> once", "channel": "C1"}
+    for _ in range(3):
+        assert await slack.event({**mention, "ts": "1.3"}, event_id="EvSame") == 200
+    await slack.settle()
+    assert len(chat_bodies(llm)) == 1
+    stored = await slack.platform.engine.store.count_messages(conversation_key=f"slack:{TEAM}:C1")
+    assert stored == 2
+
+
+async def test_edits_and_deletions_follow_into_memory(slack: Slack, llm: FakeLLM) -> None:
+    ts = await slack.say("U2", "the budget is 10k")
+    gone = await slack.say("U2", "lunch at noon")
+    edited = {"user": "U2", "text": "the budget is 12k", "ts": ts}
+    change = {"type": "message", "subtype": "message_changed", "channel": "C1", "message": edited}
+    assert await slack.event({**change, "ts": "2.0"}) == 200
+    delete = {"type": "message", "subtype": "message_deleted", "channel": "C1", "deleted_ts": gone}
+    assert await slack.event({**delete, "ts": "2.1"}) == 200
+    bot_edit = {**change, "message": {"bot_id": "BBOT", "text": "x", "ts": ts}}
+    assert await slack.event({**bot_edit, "ts": "2.2"}) == 200
+    await slack.say("U1", f"<@{BOT_USER}> budget?")
+    contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+    assert contents == ["[Bo] the budget is 12k", "[Ana] budget?"]
+
+
+async def test_slash_commands_ack_at_once_and_answer_through_the_response_url(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    status, body = await slack.command("pin", "Release freeze starts Dec 15")
+    assert (status, body) == (200, "")
+    assert slack.last_response()["response_type"] == "in_channel"
+    assert "Pinned #1: Release freeze starts Dec 15" in slack.last_response()["text"]
+    await slack.command("pins")
+    assert "#1 (ana): Release freeze starts Dec 15" in slack.last_response()["text"]
+    await slack.command("stats")
+    assert slack.last_response()["response_type"] == "ephemeral"
+    assert "Context for slack:T1:C1" in slack.last_response()["text"]
+    await slack.say("U1", f"<@{BOT_USER}> when is the freeze?")
+    assert "Release freeze starts Dec 15" in chat_bodies(llm)[-1]["messages"][0]["content"]
+    await slack.command("unpin", "1")
+    assert "Unpinned #1." in slack.last_response()["text"]
+    await slack.command("summarize")
+    assert "Nothing to summarize yet" in slack.last_response()["text"]
+
+
+async def test_reset_is_for_configured_admins_only(slack: Slack, fake_slack: FakeSlack) -> None:
+    await slack.say("U1", "remember me")
+    await slack.command("reset", user="U1")
+    refused = slack.last_response()
+    assert refused["response_type"] == "ephemeral" and "Only" in refused["text"]
+    await slack.command("reset", user="U9")
+    assert "Forgot 1 messages" in slack.last_response()["text"]
+
+
+async def test_the_pin_shortcut_pins_a_message_through_interactivity(
+    slack: Slack, fake_slack: FakeSlack
+) -> None:
+    payload = {
+        "type": "message_action",
+        "callback_id": "pin_to_memory",
+        "trigger_id": "1.2.3",
+        "team": {"id": TEAM, "domain": "t"},
+        "channel": {"id": "C1", "name": "general"},
+        "user": {"id": "U2", "username": "bo", "team_id": TEAM},
+        "message": {"type": "message", "user": "U1", "text": "Ana owns billing", "ts": "3.3"},
+        "response_url": fake_slack.response_url("shortcut"),
+    }
+    form = urlencode({"payload": json.dumps(payload)})
+    status, _ = await slack.post(form, "application/x-www-form-urlencoded")
+    await slack.settle()
+    assert status == 200
+    assert "Pinned #1: Ana: Ana owns billing" in slack.last_response()["text"]
+    pins = await slack.platform.engine.store.pins(channel_key=f"slack:{TEAM}:C1")
+    assert [(p.text, p.author_name) for p in pins] == [("Ana: Ana owns billing", "Bo")]
+
+
+async def test_a_429_is_retried_after_retry_after(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    fake_slack.fail("chat.update", Failure(status=429, error="ratelimited", retry_after=1))
+    started = time.monotonic()
+    await slack.say("U1", f"<@{BOT_USER}> are you there?")
+    assert time.monotonic() - started >= 1
+    assert [c.method for c in fake_slack.calls if c.method.startswith("chat.update")] == [
+        "chat.update!ratelimited",
+        "chat.update",
+    ]
+    assert fake_slack.messages()[-1]["text"] == "echo: [Ana] are you there?"
+
+
+async def test_model_errors_are_ephemeral(slack: Slack, fake_slack: FakeSlack, llm: FakeLLM):
+    from tests.support.fake_llm import Reply
+
+    llm.script(*[Reply.server_error()] * 3)
+    await slack.say("U1", f"<@{BOT_USER}> hello?")
+    assert fake_slack.messages() == []  # the thinking message is deleted
+    (ephemeral,) = fake_slack.called("chat.postEphemeral")
+    assert ephemeral["user"] == "U1" and "could not reach the model" in ephemeral["text"]
