@@ -77,8 +77,8 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
                 await run_platforms(enabled_platforms(app))
             except NoPlatformEnabled:
                 print(
-                    "bot run: no chat platform is enabled, and this version has no Slack or "
-                    "Discord adapter to enable. Use `bot chat` to talk to the bot in the terminal.",
+                    "bot run: no chat platform is enabled: set slack.enabled: true in the config "
+                    "(see the README). Use `bot chat` to talk to the bot in the terminal.",
                     file=sys.stderr,
                 )
                 return EXIT_USAGE

@@ -63,11 +63,20 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
-        Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal"),
+        await _platforms(app),
     ]
     for check in checks:
         report(check)
     return all(check.ok for check in checks)
+
+
+async def _platforms(app: App) -> Check:
+    if not app.config.slack.enabled:
+        return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
+    from bot.slack_adapter.platform import probe
+
+    ok, detail = await probe(app.config.slack)
+    return Check(ok, "platforms", f"slack: {detail}")
 
 
 async def _same_as_chat() -> Check:

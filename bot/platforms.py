@@ -39,8 +39,13 @@ class Platform(Protocol):
 
 
 def enabled_platforms(app: App) -> list[Platform]:
-    """The adapters the config enables (none exist in this version)."""
-    return []
+    """The adapters the config enables (each imported only when enabled)."""
+    platforms: list[Platform] = []
+    if app.config.slack.enabled:
+        from bot.slack_adapter.platform import SlackPlatform
+
+        platforms.append(SlackPlatform(engine=app.engine, settings=app.config.slack))
+    return platforms
 
 
 async def run_platforms(platforms: Sequence[Platform]) -> None:

@@ -4,10 +4,14 @@ local OpenAI-compatible server behind the engine."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import aiohttp
@@ -15,6 +19,8 @@ import pytest
 
 from bot.app import App, open_app
 from bot.config import parse_config
+from bot.doctor import run_checks
+from bot.platforms import enabled_platforms, run_platforms
 from bot.slack_adapter.platform import EVENTS_PATH, SlackPlatform
 from tests.conftest import config_dict, is_summary_request
 from tests.support.fake_llm import FakeLLM
@@ -285,3 +291,37 @@ async def test_model_errors_are_ephemeral(slack: Slack, fake_slack: FakeSlack, l
     assert fake_slack.messages() == []  # the thinking message is deleted
     (ephemeral,) = fake_slack.called("chat.postEphemeral")
     assert ephemeral["user"] == "U1" and "could not reach the model" in ephemeral["text"]
+
+
+async def test_bot_run_connects_slack_and_stops_on_sigterm(
+    bot_app: App, fake_slack: FakeSlack
+) -> None:
+    platforms = enabled_platforms(bot_app)
+    assert [p.name for p in platforms] == ["slack"]
+    running = asyncio.create_task(run_platforms(platforms))
+    for _ in range(200):
+        if platforms[0].connected:
+            break
+        await asyncio.sleep(0.02)
+    assert platforms[0].connected
+    port = cast(SlackPlatform, platforms[0]).port
+    body = json.dumps({"type": "url_verification", "challenge": "up"})
+    headers = signed_headers(SECRET, body, content_type="application/json")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"http://127.0.0.1:{port}{EVENTS_PATH}", data=body, headers=headers) as answer,
+    ):
+        assert "up" in await answer.text()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(running, timeout=10)
+    assert not platforms[0].connected
+
+
+async def test_doctor_signs_in_to_slack(bot_app: App, fake_slack: FakeSlack) -> None:
+    lines: list[str] = []
+    assert await run_checks(bot_app, Path("config.yaml"), lambda c: lines.append(c.line()))
+    assert lines[-1] == f"ok   platforms: slack: http mode, signed in as {BOT_USER} in {TEAM}"
+    fake_slack.fail("auth.test", Failure(error="invalid_auth"))
+    lines.clear()
+    assert not await run_checks(bot_app, Path("config.yaml"), lambda c: lines.append(c.line()))
+    assert lines[-1] == "FAIL platforms: slack: auth.test failed: invalid_auth"

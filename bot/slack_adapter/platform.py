@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -31,6 +33,19 @@ def make_client(settings: SlackConfig) -> AsyncWebClient:
         AsyncRateLimitErrorRetryHandler(max_retry_count=_RATE_LIMIT_RETRIES)
     )
     return client
+
+
+async def probe(settings: SlackConfig) -> tuple[bool, str]:
+    """For ``bot doctor``: whether the bot token signs in (``auth.test``), and as whom."""
+    try:
+        identity = await identify(make_client(settings))
+    except SlackApiError as exc:
+        return False, f"auth.test failed: {exc.response.get('error')}"
+    except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+        return False, f"cannot reach {settings.api_base_url or DEFAULT_API_BASE_URL}: {exc}"
+    return True, (
+        f"{settings.mode.value} mode, signed in as {identity.user_id} in {identity.team_id}"
+    )
 
 
 class SlackPlatform:

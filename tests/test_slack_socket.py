@@ -1,0 +1,81 @@
+"""The Slack adapter in Socket Mode: ``apps.connections.open`` on the fake Web API hands out
+a local websocket; events and slash commands pushed over it are acknowledged and handled."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.app import open_app
+from bot.config import parse_config
+from bot.slack_adapter.platform import SlackPlatform
+from tests.conftest import config_dict
+from tests.support.fake_llm import FakeLLM
+from tests.support.fake_slack import BOT_USER, TEAM, FakeSlack
+
+ENV = {"SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_APP_TOKEN": "xapp-test-token"}
+
+
+@pytest.fixture
+async def connected(tmp_path: Path, llm: FakeLLM) -> AsyncIterator[tuple[SlackPlatform, FakeSlack]]:
+    async with FakeSlack({"U1": "Ana"}) as fake:
+        slack = {"enabled": True, "mode": "socket", "api_base_url": fake.api_url}
+        raw = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack)
+        async with open_app(parse_config(raw, ENV)) as app:
+            platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
+            await platform.start()
+            try:
+                yield platform, fake
+            finally:
+                await platform.stop()
+        assert not platform.connected
+
+
+async def test_socket_mode_connects_acks_an_event_and_answers_it(
+    connected: tuple[SlackPlatform, FakeSlack],
+) -> None:
+    platform, fake = connected
+    assert platform.connected
+    (opened,) = [c for c in fake.calls if c.method == "apps.connections.open"]
+    assert opened.headers["authorization"] == "Bearer xapp-test-token"
+    event = {
+        "type": "message",
+        "user": "U1",
+        "text": f"<@{BOT_USER}> hi over the socket",
+        "channel": "C1",
+        "channel_type": "channel",
+        "ts": "10.1",
+    }
+    body = {"type": "event_callback", "team_id": TEAM, "event_id": "Ev1", "event": event}
+    envelope = await fake.push("events_api", body)
+    assert await fake.ack_for(envelope) == {"envelope_id": envelope}
+    assert platform.listeners is not None
+    await platform.listeners.settle()
+    assert [m["text"] for m in fake.messages()] == ["echo: [Ana] hi over the socket"]
+    redelivered = await fake.push("events_api", body, retry_attempt=1)
+    await fake.ack_for(redelivered)
+    await platform.listeners.settle()
+    assert len(fake.called("chat.update")) == 1
+
+
+async def test_socket_mode_slash_command_is_acked_then_answered(
+    connected: tuple[SlackPlatform, FakeSlack],
+) -> None:
+    platform, fake = connected
+    form = {
+        "command": "/pin",
+        "text": "the office closes at 6",
+        "user_id": "U1",
+        "user_name": "ana",
+        "channel_id": "C1",
+        "team_id": TEAM,
+        "response_url": fake.response_url("pin"),
+    }
+    envelope = await fake.push("slash_commands", form)
+    assert (await fake.ack_for(envelope))["envelope_id"] == envelope
+    assert platform.listeners is not None
+    await platform.listeners.settle()
+    (response,) = fake.responses
+    assert "Pinned #1: the office closes at 6" in response.params["text"]
