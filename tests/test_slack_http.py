@@ -23,7 +23,7 @@ from bot.doctor import run_checks
 from bot.platforms import enabled_platforms, run_platforms
 from bot.slack_adapter.platform import EVENTS_PATH, SlackPlatform
 from tests.conftest import config_dict, is_summary_request
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM, count_prompt_tokens
 from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack, signed_headers
 
 SECRET = "test-signing-secret"
@@ -325,3 +325,68 @@ async def test_doctor_signs_in_to_slack(bot_app: App, fake_slack: FakeSlack) -> 
     lines.clear()
     assert not await run_checks(bot_app, Path("config.yaml"), lambda c: lines.append(c.line()))
     assert lines[-1] == "FAIL platforms: slack: auth.test failed: invalid_auth"
+
+
+async def test_end_to_end_two_channels_and_a_thread_with_pins_within_budget(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    budget = 700
+    raw = config_dict(
+        llm.url,
+        tmp_path / "bot.sqlite3",
+        slack=slack_settings(fake_slack),
+        memory={"strategy": "full", "max_context_tokens": budget},
+    )
+    async with open_app(parse_config(raw, ENV)) as app:
+        platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
+        await platform.start()
+        try:
+            async with aiohttp.ClientSession() as http:
+                slack = Slack(platform, fake_slack, http)
+                await slack.command("pin", "Billing is owned by Ana", channel="C1")
+                await slack.command("pin", "Random has no owner", channel="C2")
+                for i in range(20):
+                    await slack.say("U2", f"C1 chatter {i} " + "blah " * 40, channel="C1")
+                root = await slack.say("U1", f"<@{BOT_USER}> who owns billing?", channel="C1")
+                await slack.say("U2", f"<@{BOT_USER}> anything here?", channel="C2")
+                reply = f"<@{BOT_USER}> tell me more"
+                await slack.say("U2", reply, channel="C1", thread_ts=root, ts="1800000000.1")
+        finally:
+            await platform.stop()
+
+    first, second, third = chat_bodies(llm)
+    for body in (first, second, third):
+        assert count_prompt_tokens("gpt-4o-mini", body["messages"]) <= budget
+    # C1: its pin, its speakers, the oldest chatter evicted, the question last
+    assert "Billing is owned by Ana" in first["messages"][0]["content"]
+    assert "Random has no owner" not in first["messages"][0]["content"]
+    c1 = [m["content"] for m in first["messages"][1:]]
+    assert c1[-1] == "[Ana] who owns billing?"
+    assert all(text.startswith("[Bo] C1 chatter") for text in c1[:-1])
+    assert "[Bo] C1 chatter 19" in c1[-2] and not any("chatter 0 " in t for t in c1)
+    # C2 sees only its own pin and message
+    assert "Random has no owner" in second["messages"][0]["content"]
+    assert "Billing is owned by Ana" not in second["messages"][0]["content"]
+    assert [m["content"] for m in second["messages"][1:]] == ["[Bo] anything here?"]
+    # the thread: the channel's pins, only its own messages
+    assert "Billing is owned by Ana" in third["messages"][0]["content"]
+    assert [m["content"] for m in third["messages"][1:]] == ["[Bo] tell me more"]
+    # replies reached the right channel and thread
+    shown = [(m["channel"], m.get("thread_ts"), m["text"]) for m in fake_slack.messages()]
+    assert shown == [
+        ("C1", None, "echo: [Ana] who owns billing?"),
+        ("C2", None, "echo: [Bo] anything here?"),
+        ("C1", root, "echo: [Bo] tell me more"),
+    ]
+
+
+async def test_a_long_reply_is_split_into_several_messages(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    long_reply = "\n\n".join(f"Paragraph {i}. " + "words " * 120 for i in range(8))
+    llm.script(long_reply)
+    await slack.say("U1", f"<@{BOT_USER}> write a lot")
+    texts = [m["text"] for m in fake_slack.messages()]
+    assert len(texts) > 1 and all(len(t) <= 3500 for t in texts)
+    assert texts[0].startswith("Paragraph 0.") and texts[-1].rstrip().endswith("words")
+    assert "".join(texts).count("Paragraph") == 8
