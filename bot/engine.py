@@ -145,7 +145,7 @@ class Engine:
                 author_name="assistant",
                 content=completion.text,
                 tokens=await self.count(completion.text),
-                message_id=None,
+                message_id=message.reply_id,
                 created_at=time.time(),
                 reply_to=stored.id,
             )
@@ -202,6 +202,26 @@ class Engine:
             content=text,
             tokens=await self.count(render_content(found.role, found.author_name, text)),
         )
+
+    async def copy_message(
+        self, message_id: str, *, source: Conversation, into: Conversation
+    ) -> bool:
+        """Store a copy of a stored message in another conversation (a thread starts with the
+        channel message it hangs from); False when ``source`` has no such message."""
+        found = await self.store.find_message(conversation_key=source.key, message_id=message_id)
+        if found is None:
+            return False
+        await self.store.add_message(
+            conversation=into,
+            role=found.role,
+            author_id=found.author_id,
+            author_name=found.author_name,
+            content=found.content,
+            tokens=found.tokens,
+            message_id=found.message_id,
+            created_at=found.created_at,
+        )
+        return True
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
         return await self.store.delete_message(

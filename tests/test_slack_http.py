@@ -368,9 +368,12 @@ async def test_end_to_end_two_channels_and_a_thread_with_pins_within_budget(
     assert "Random has no owner" in second["messages"][0]["content"]
     assert "Billing is owned by Ana" not in second["messages"][0]["content"]
     assert [m["content"] for m in second["messages"][1:]] == ["[Bo] anything here?"]
-    # the thread: the channel's pins, only its own messages
+    # the thread: the channel's pins, the message it hangs from, then only its own messages
     assert "Billing is owned by Ana" in third["messages"][0]["content"]
-    assert [m["content"] for m in third["messages"][1:]] == ["[Bo] tell me more"]
+    assert [m["content"] for m in third["messages"][1:]] == [
+        "[Ana] who owns billing?",
+        "[Bo] tell me more",
+    ]
     # replies reached the right channel and thread
     shown = [(m["channel"], m.get("thread_ts"), m["text"]) for m in fake_slack.messages()]
     assert shown == [
@@ -390,3 +393,41 @@ async def test_a_long_reply_is_split_into_several_messages(
     assert len(texts) > 1 and all(len(t) <= 3500 for t in texts)
     assert texts[0].startswith("Paragraph 0.") and texts[-1].rstrip().endswith("words")
     assert "".join(texts).count("Paragraph") == 8
+
+
+async def test_threads_start_from_their_root_and_the_bot_follows_its_threads(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    await slack.say("U1", f"<@{BOT_USER}> the plan is A")
+    answer = fake_slack.messages()[0]["ts"]  # the thinking message the answer replaced
+    # a reply in the thread of the bot's answer needs no mention, and sees that answer
+    await slack.say("U2", "why A?", thread_ts=answer, parent_user_id=BOT_USER)
+    body = chat_bodies(llm)[-1]["messages"]
+    assert [(m["role"], m["content"]) for m in body[1:]] == [
+        ("assistant", "echo: [Ana] the plan is A"),
+        ("user", "[Bo] why A?"),
+    ]
+    # a thread on someone's message: answered once mentioned, then followed
+    root = await slack.say("U2", "the build is red")
+    await slack.say("U1", "ugh", thread_ts=root, parent_user_id="U2")
+    assert len(chat_bodies(llm)) == 2
+    await slack.say("U1", f"<@{BOT_USER}> why?", thread_ts=root, parent_user_id="U2")
+    await slack.say("U1", "and now?", thread_ts=root, parent_user_id="U2")
+    assert [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]] == [
+        "[Bo] the build is red",
+        "[Ana] ugh",
+        "[Ana] why?",
+        "echo: [Ana] why?",
+        "[Ana] and now?",
+    ]
+    in_thread = [m for m in fake_slack.messages() if m.get("thread_ts") == root]
+    assert [m["text"] for m in in_thread] == ["echo: [Ana] why?", "echo: [Ana] and now?"]
+    # editing the root edits it in the channel and in its thread
+    edited = {"user": "U2", "text": "the build is green", "ts": root, "thread_ts": root}
+    change = {"type": "message", "subtype": "message_changed", "channel": "C1", "message": edited}
+    assert await slack.event({**change, "ts": "3.0"}) == 200
+    await slack.settle()
+    store = slack.platform.engine.store
+    for key in (f"slack:{TEAM}:C1", f"slack:{TEAM}:C1:{root}"):
+        found = await store.find_message(conversation_key=key, message_id=root)
+        assert found is not None and found.content == "the build is green"

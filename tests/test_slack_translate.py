@@ -156,3 +156,12 @@ def test_splitting_keeps_every_character_and_balances_fences(text: str) -> None:
     assert all(c.count(FENCE) % 2 == 0 for c in chunks)
     squeezed = "".join(c.replace(FENCE, "") for c in chunks)
     assert "".join(squeezed.split()) == "".join(text.replace(FENCE, "").split())
+
+
+def test_replies_in_threads_the_bot_joined_are_addressed() -> None:
+    reply = event("more?", ts="101.5", thread_ts="100.0", parent_user_id="U2")
+    joined = {"slack:T1:C1:100.0"}
+    incoming = to_incoming(reply, policy=POLICY, names=NAMES, joined_threads=joined)
+    assert incoming is not None and incoming.addressed
+    top = to_incoming(event("x", ts="100.0"), policy=POLICY, names=NAMES, joined_threads=joined)
+    assert top is not None and not top.addressed

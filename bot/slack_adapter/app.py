@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -22,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.commands import COMMANDS, run_command
 from bot.config import SlackConfig, SlackRecord
 from bot.engine import Engine
-from bot.models import CommandCall, Reply, ReplyKind
+from bot.models import CommandCall, Conversation, Reply, ReplyKind
 from bot.slack_adapter.render import split, to_mrkdwn
 from bot.slack_adapter.translate import (
     PIN_SHORTCUT,
@@ -41,7 +41,7 @@ from bot.slack_adapter.translate import (
 log = logging.getLogger(__name__)
 
 THINKING = "_Thinking…_"
-_SEEN_EVENTS = 2048
+_REMEMBERED = 4096  # event ids and thread keys kept in memory
 _MAX_RESPONSES = 5  # a response_url takes 5 messages
 
 
@@ -61,6 +61,13 @@ async def identify(client: AsyncWebClient) -> Identity:
         bot_id=answer.get("bot_id"),
         team_id=str(answer.get("team_id") or ""),
     )
+
+
+def _with_own_thread(conversation: Conversation, ts: str) -> list[Conversation]:
+    """A thread's root message is in its channel's conversation and, copied, in its thread's."""
+    if conversation.thread is None:
+        return [conversation, replace(conversation, thread=ts)]
+    return [conversation]
 
 
 def _ephemeral(reply: Reply) -> bool:
@@ -88,6 +95,8 @@ class Listeners:
         self.admins: Collection[str] = frozenset(settings.admins)
         self._names: dict[str, str] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._joined_threads: OrderedDict[str, None] = OrderedDict()
+        self._seeded_threads: OrderedDict[str, None] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def register(self, app: AsyncApp) -> None:
@@ -155,9 +164,7 @@ class Listeners:
         if event_id in self._seen:
             log.info("ignoring redelivered event %s", event_id)
             return False
-        self._seen[event_id] = None
-        if len(self._seen) > _SEEN_EVENTS:
-            self._seen.popitem(last=False)
+        self._remember(self._seen, event_id)
         return True
 
     # -- work ----------------------------------------------------------------------------
@@ -189,35 +196,65 @@ class Listeners:
         if event is None:
             return
         if event.get("subtype") == "message_changed":
-            changed = event.get("message") or {}
-            names = await self.names(
-                {str(changed.get("user") or "")} | mentions(str(changed.get("text") or ""))
-            )
-            edit = to_edit(body, policy=self.policy, names=names)
-            if edit is not None:
-                await self.engine.edit_message(edit.conversation, edit.message_id, edit.text)
+            await self._edit(body)
             return
         deletion = to_deletion(body)
         if deletion is not None:
-            await self.engine.delete_message(deletion.conversation, deletion.message_id)
+            for conversation in _with_own_thread(deletion.conversation, deletion.message_id):
+                await self.engine.delete_message(conversation, deletion.message_id)
             return
         if not is_user_message(event):
             return
         text = str(event.get("text") or "")
         names = await self.names({str(event["user"])} | mentions(text))
-        incoming = to_incoming(body, policy=self.policy, names=names)
+        incoming = to_incoming(
+            body, policy=self.policy, names=names, joined_threads=self._joined_threads
+        )
         if incoming is None:
             return
+        await self._seed_thread(incoming.conversation)
         if not incoming.addressed:
             await self.engine.handle_message(incoming)
             return
         channel, thread = str(event["channel"]), event.get("thread_ts")
         placeholder = await self._post(channel, thread, THINKING)
-        reply = await self.engine.handle_message(incoming)
+        try:
+            reply = await self.engine.handle_message(replace(incoming, reply_id=placeholder))
+        except BaseException:
+            await self._delete(channel, placeholder)
+            raise
         if reply is None:
             await self._delete(channel, placeholder)
             return
         await self._deliver(channel, thread, incoming.author_id, reply, placeholder)
+        if thread and not _ephemeral(reply):
+            self._remember(self._joined_threads, incoming.conversation.key)
+
+    async def _edit(self, body: dict[str, Any]) -> None:
+        changed = (body.get("event") or {}).get("message") or {}
+        wanted = {str(changed.get("user") or "")} | mentions(str(changed.get("text") or ""))
+        edit = to_edit(body, policy=self.policy, names=await self.names(wanted))
+        if edit is not None:
+            for conversation in _with_own_thread(edit.conversation, edit.message_id):
+                await self.engine.edit_message(conversation, edit.message_id, edit.text)
+
+    async def _seed_thread(self, conversation: Conversation) -> None:
+        """A thread's conversation starts with a copy of its root message, when the channel's
+        conversation has it: a question asked in a thread sees the message it hangs from."""
+        if conversation.thread is None or conversation.key in self._seeded_threads:
+            return
+        self._remember(self._seeded_threads, conversation.key)
+        if await self.engine.store.count_messages(conversation_key=conversation.key):
+            return
+        channel = replace(conversation, thread=None)
+        await self.engine.copy_message(conversation.thread, source=channel, into=conversation)
+
+    @staticmethod
+    def _remember(keys: OrderedDict[str, None], key: str) -> None:
+        keys[key] = None
+        keys.move_to_end(key)
+        if len(keys) > _REMEMBERED:
+            keys.popitem(last=False)
 
     async def _deliver(
         self,

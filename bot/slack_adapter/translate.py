@@ -2,8 +2,9 @@
 
 Conversations: ``slack:{team}:{channel}`` for a channel or DM, ``slack:{team}:{channel}:{ts}``
 for a thread, keyed by the thread's root ``ts``. A thread's root message belongs to its
-channel's conversation (it was said in the channel); only replies (``thread_ts != ts``) belong
-to the thread's conversation, which shares the channel's pins. Slash commands always act on
+channel's conversation (it was said in the channel); replies (``thread_ts != ts``) belong to
+the thread's conversation, which shares the channel's pins and which the adapter starts with a
+copy of the root (so edits and deletions of a root apply to both). Slash commands always act on
 the channel: Slack does not run them inside threads.
 """
 
@@ -107,27 +108,39 @@ def _sent_at(ts: str | None) -> datetime:
 
 
 def to_incoming(
-    body: Payload, *, policy: Policy, names: Mapping[str, str]
+    body: Payload,
+    *,
+    policy: Policy,
+    names: Mapping[str, str],
+    joined_threads: Collection[str] = (),
 ) -> IncomingMessage | None:
     """A ``message`` event callback as the core sees it; None when it is not a person's new
-    message, or when it is neither addressed to the bot nor to be recorded."""
+    message, or when it is neither addressed to the bot nor to be recorded.
+
+    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's or in
+    one of ``joined_threads`` (conversation keys of threads the bot has answered in), any
+    message in a channel of ``policy.answer_all_in``.
+    """
     event = message_event(body)
     if event is None or not is_user_message(event):
         return None
     user, channel, ts = str(event["user"]), str(event.get("channel", "")), event.get("ts")
     text = str(event.get("text") or "")
     bot = policy.bot_user_id
-    in_dm = event.get("channel_type") == "im"
+    conversation = conversation_for(_team(body), channel, ts, event.get("thread_ts"))
+    in_bots_thread = conversation.thread is not None and (
+        event.get("parent_user_id") == bot or conversation.key in joined_threads
+    )
     addressed = (
-        in_dm
+        event.get("channel_type") == "im"
         or bot in mentions(text)
-        or (bool(event.get("thread_ts")) and event.get("parent_user_id") == bot)
+        or in_bots_thread
         or channel in policy.answer_all_in
     )
     if not addressed and not policy.record_all:
         return None
     return IncomingMessage(
-        conversation=conversation_for(_team(body), channel, ts, event.get("thread_ts")),
+        conversation=conversation,
         author_id=user,
         author_name=names.get(user, user),
         text=replace_mentions(strip_mention(text, bot), names),
