@@ -23,7 +23,7 @@ from bot.doctor import run_checks
 from bot.platforms import enabled_platforms, run_platforms
 from bot.slack_adapter.platform import EVENTS_PATH, SlackPlatform
 from tests.conftest import config_dict, is_summary_request
-from tests.support.fake_llm import FakeLLM, count_prompt_tokens
+from tests.support.fake_llm import FakeLLM, Reply, count_prompt_tokens
 from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack, signed_headers
 
 SECRET = "test-signing-secret"
@@ -284,8 +284,6 @@ async def test_a_429_is_retried_after_retry_after(
 
 
 async def test_model_errors_are_ephemeral(slack: Slack, fake_slack: FakeSlack, llm: FakeLLM):
-    from tests.support.fake_llm import Reply
-
     llm.script(*[Reply.server_error()] * 3)
     await slack.say("U1", f"<@{BOT_USER}> hello?")
     assert fake_slack.messages() == []  # the thinking message is deleted
@@ -431,3 +429,21 @@ async def test_threads_start_from_their_root_and_the_bot_follows_its_threads(
     for key in (f"slack:{TEAM}:C1", f"slack:{TEAM}:C1:{root}"):
         found = await store.find_message(conversation_key=key, message_id=root)
         assert found is not None and found.content == "the build is green"
+
+
+async def test_a_slow_command_is_acknowledged_before_its_work_is_done(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    for i in range(6):
+        await slack.say("U2", f"FACT {i} is worth remembering")
+    llm.script(Reply(text="Facts:\n- FACT all\nNarrative:\nsix messages.", delay=1.0))
+    form = {"command": "/summarize", "text": "", "user_id": "U1", "user_name": "ana"}
+    form |= {"channel_id": "C1", "team_id": TEAM, "response_url": fake_slack.response_url("s")}
+    started = time.monotonic()
+    status, _ = await slack.post(urlencode(form), "application/x-www-form-urlencoded")
+    acked_after = time.monotonic() - started
+    assert status == 200 and acked_after < 1.0
+    assert fake_slack.responses == []  # the work goes on after the ack
+    await slack.settle()
+    assert "Summary updated" in slack.last_response()["text"]
+    assert "FACT all" in slack.last_response()["text"]

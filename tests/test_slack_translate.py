@@ -125,6 +125,7 @@ def test_markdown_becomes_mrkdwn() -> None:
         "*Plan*\n*bold* and _italic_ and ~gone~, see <https://x.io/a|docs>.\n"
         "• one\n• two\n`a**b**` &amp; &lt;tag&gt;\n```\nx = a**2 &lt; 3\n```"
     )
+    assert to_mrkdwn("<!channel> <@U1> & co") == "&lt;!channel&gt; &lt;@U1&gt; &amp; co"
 
 
 def test_long_replies_split_at_paragraphs_near_the_limit() -> None:
