@@ -28,7 +28,7 @@ from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack, signed_
 
 SECRET = "test-signing-secret"
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_SIGNING_SECRET": SECRET}
-USERS = {"U1": "Ana", "U2": "Bo", "U9": "Admin"}
+USERS = {"U1": "Ana", "U2": "Bo", "U3": "Cy", "U9": "Admin"}
 
 
 class Slack:
@@ -447,3 +447,22 @@ async def test_a_slow_command_is_acknowledged_before_its_work_is_done(
     await slack.settle()
     assert "Summary updated" in slack.last_response()["text"]
     assert "FACT all" in slack.last_response()["text"]
+
+
+async def test_messages_are_remembered_in_the_order_they_came(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    await slack.say("U1", "warming the name cache")
+    fake_slack.delays["U3"] = 0.3  # looking Cy up is slow
+    first = {"type": "message", "user": "U3", "text": "first", "channel": "C1", "ts": "5.1"}
+    second = {**first, "user": "U1", "text": "second", "ts": "5.2"}
+    assert await slack.event(first) == 200
+    assert await slack.event(second) == 200
+    await slack.say("U1", f"<@{BOT_USER}> order?")
+    contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+    assert contents == [
+        "[Ana] warming the name cache",
+        "[Cy] first",
+        "[Ana] second",
+        "[Ana] order?",
+    ]

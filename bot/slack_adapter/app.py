@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Collection, Mapping
 from dataclasses import dataclass, replace
@@ -30,6 +31,7 @@ from bot.slack_adapter.translate import (
     is_user_message,
     mentions,
     message_event,
+    ordering_key,
     shortcut_author,
     to_command,
     to_deletion,
@@ -98,6 +100,9 @@ class Listeners:
         self._joined_threads: OrderedDict[str, None] = OrderedDict()
         self._seeded_threads: OrderedDict[str, None] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._order_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)
@@ -111,7 +116,7 @@ class Listeners:
     async def on_message(self, body: dict[str, Any], ack: AsyncAck) -> None:
         await ack()
         if self._first_delivery(body):
-            self._spawn(self._message(body), "slack message")
+            self._spawn(self._in_order(body), "slack message")
 
     async def on_mention(self, ack: AsyncAck) -> None:
         await ack()  # the same message also arrives as a message event, handled there
@@ -190,6 +195,17 @@ class Listeners:
             if name:
                 return str(name)
         return None
+
+    async def _in_order(self, body: dict[str, Any]) -> None:
+        """Messages of one conversation are handled one at a time, in the order they came
+        (``asyncio.Lock`` wakes waiters first come, first served), so memory keeps their order
+        even when looking a name up takes one of them longer."""
+        key = ordering_key(body)
+        lock = self._order_locks.get(key)
+        if lock is None:
+            lock = self._order_locks[key] = asyncio.Lock()
+        async with lock:
+            await self._message(body)
 
     async def _message(self, body: dict[str, Any]) -> None:
         event = message_event(body)

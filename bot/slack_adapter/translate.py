@@ -90,6 +90,16 @@ def message_event(body: Payload) -> Payload | None:
     return event
 
 
+def ordering_key(body: Payload) -> str:
+    """The conversation an event is about, as far as the raw event says (edits and deletions
+    name their message's thread inside it)."""
+    event = message_event(body) or {}
+    inner = event.get("message") or event.get("previous_message") or event
+    channel = str(event.get("channel", ""))
+    ts = inner.get("ts") or event.get("deleted_ts")
+    return conversation_for(_team(body), channel, ts, inner.get("thread_ts")).key
+
+
 def is_user_message(event: Payload) -> bool:
     """A new message a person wrote (no bot's, no edits, joins or other subtypes)."""
     return (

@@ -50,6 +50,8 @@ class FakeSlack:
         self.responses: list[Call] = []
         self.acks: list[JSON] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self.delays: dict[str, float] = {}
+        """User id → seconds ``users.info`` takes for them."""
         self._ts = itertools.count(1)
         self._envelopes = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
@@ -177,6 +179,8 @@ class FakeSlack:
             extra = {} if failure.retry_after is None else {"Retry-After": str(failure.retry_after)}
             body = {"ok": False, "error": failure.error}
             return web.json_response(body, status=failure.status, headers=extra)
+        if method == "users.info":
+            await asyncio.sleep(self.delays.get(str(params.get("user")), 0))
         answer = self._answer(method, params)
         if "ts" in answer and method == "chat.postMessage":
             params = {**params, "ts": answer["ts"]}
