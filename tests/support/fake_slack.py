@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 import time
 from collections import deque
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from aiohttp import WSMsgType, web
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 TEAM = "T1"
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
@@ -58,6 +61,7 @@ class FakeSlack:
         self._socket_ready = asyncio.Event()
         self._ack_arrived = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
 
     # -- scripting and inspection --
 
@@ -113,6 +117,34 @@ class FakeSlack:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    @classmethod
+    def start_in_thread(cls, users: dict[str, str] | None = None) -> Self:
+        """Serve from an event loop on a daemon thread (for a bot run as a process); call
+        ``stop()`` when done, and ``call()`` to run the async methods from the test."""
+        fake = cls(users)
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-slack", daemon=True)
+        thread.start()
+        fake._thread = (loop, thread)
+        fake.call(fake.start())
+        return fake
+
+    def call(self, work: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run ``work`` on the server's thread and wait for its result."""
+        assert self._thread is not None, "call() is for start_in_thread()"
+        return asyncio.run_coroutine_threadsafe(work, self._thread[0]).result(timeout)
+
+    def stop(self) -> None:
+        assert self._thread is not None, "stop() is for start_in_thread()"
+        loop, thread = self._thread
+        try:
+            self.call(self.aclose())
+        finally:
+            self._thread = None
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+            loop.close()
 
     # -- Socket Mode --
 

@@ -1,0 +1,90 @@
+"""``bot run`` as a process with Slack enabled: it connects over Socket Mode to the local
+fake, answers an event, keeps the tokens out of its logs and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import config_dict
+from tests.support.fake_llm import FakeLLM
+from tests.support.fake_slack import BOT_USER, TEAM, FakeSlack
+
+ROOT = Path(__file__).resolve().parent.parent
+BOT_TOKEN = "xoxb-secret-bot-token-123"
+APP_TOKEN = "xapp-secret-app-token-456"
+
+
+@pytest.fixture
+def fake_slack_thread() -> Iterator[FakeSlack]:
+    fake = FakeSlack.start_in_thread({"U1": "Ana"})
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def write_config(tmp_path: Path, llm: FakeLLM, fake: FakeSlack) -> Path:
+    slack = {"enabled": True, "api_base_url": fake.api_url}
+    data = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack, logging={"level": "DEBUG"})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_bot_run_connects_to_slack_answers_and_stops_on_sigterm(
+    tmp_path: Path, llm_thread: FakeLLM, fake_slack_thread: FakeSlack
+) -> None:
+    fake = fake_slack_thread
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": APP_TOKEN,
+    }
+    config = write_config(tmp_path, llm_thread, fake)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run", "--config", str(config)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: fake.called("apps.connections.open"), "the socket to open")
+        event = {
+            "type": "message",
+            "user": "U1",
+            "text": f"<@{BOT_USER}> hello from a process",
+            "channel": "D1",
+            "channel_type": "im",
+            "ts": "20.1",
+        }
+        body = {"type": "event_callback", "team_id": TEAM, "event_id": "EvP", "event": event}
+        envelope = fake.call(fake.push("events_api", body))
+        assert fake.call(fake.ack_for(envelope))["envelope_id"] == envelope
+        wait_for(lambda: fake.called("chat.update"), "the answer")
+        assert fake.messages()[-1]["text"] == "echo: [Ana] hello from a process"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert "slack connected" in stderr
+    assert BOT_TOKEN not in stdout + stderr and APP_TOKEN not in stdout + stderr
+    assert fake.calls[0].headers["authorization"] == f"Bearer {BOT_TOKEN}"
