@@ -13,7 +13,7 @@ from bot import __version__
 from bot.app import App, open_app
 from bot.config import Config, ConfigError, config_path, load_config
 from bot.logs import setup_logging
-from bot.platforms import NoPlatformEnabled, enabled_platforms, run_platforms
+from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
 from bot.store.sqlite import DatabaseError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -75,6 +75,9 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
         if args.command == "run":
             try:
                 await run_platforms(enabled_platforms(app))
+            except PlatformError as exc:
+                print(f"bot run: {exc}", file=sys.stderr)
+                return EXIT_FAILED
             except NoPlatformEnabled:
                 print(
                     "bot run: no chat platform is enabled: set slack.enabled: true in the config "

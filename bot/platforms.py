@@ -22,6 +22,10 @@ class NoPlatformEnabled(Exception):
     """``bot run`` has nothing to run."""
 
 
+class PlatformError(Exception):
+    """A platform could not start (e.g. its credentials were refused); one line, no secrets."""
+
+
 class Platform(Protocol):
     @property
     def name(self) -> str: ...

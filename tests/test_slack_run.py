@@ -16,7 +16,7 @@ import yaml
 
 from tests.conftest import config_dict
 from tests.support.fake_llm import FakeLLM
-from tests.support.fake_slack import BOT_USER, TEAM, FakeSlack
+from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT_TOKEN = "xoxb-secret-bot-token-123"
@@ -88,3 +88,28 @@ def test_bot_run_connects_to_slack_answers_and_stops_on_sigterm(
     assert "slack connected" in stderr
     assert BOT_TOKEN not in stdout + stderr and APP_TOKEN not in stdout + stderr
     assert fake.calls[0].headers["authorization"] == f"Bearer {BOT_TOKEN}"
+
+
+def test_bot_run_says_when_slack_refuses_the_token(
+    tmp_path: Path, llm_thread: FakeLLM, fake_slack_thread: FakeSlack
+) -> None:
+    fake_slack_thread.fail("auth.test", Failure(error="invalid_auth"))
+    env = {"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "run",
+            "--config",
+            str(write_config(tmp_path, llm_thread, fake_slack_thread)),
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip().splitlines()[-1] == "bot run: slack: auth.test failed: invalid_auth"
+    )

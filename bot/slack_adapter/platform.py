@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import SlackConfig, SlackMode
 from bot.engine import Engine
+from bot.platforms import PlatformError
 from bot.slack_adapter.app import Identity, Listeners, build_app, identify
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,13 @@ class SlackPlatform:
 
     async def start(self) -> None:
         client = make_client(self.settings)
-        self.identity = await identify(client)
+        try:
+            self.identity = await identify(client)
+        except SlackApiError as exc:
+            raise PlatformError(f"slack: auth.test failed: {exc.response.get('error')}") from None
+        except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+            where = self.settings.api_base_url or DEFAULT_API_BASE_URL
+            raise PlatformError(f"slack: cannot reach {where}: {exc}") from None
         log.info("slack: signed in as %s in %s", self.identity.user_id, self.identity.team_id)
         self.listeners = Listeners(
             engine=self.engine, client=client, settings=self.settings, identity=self.identity
