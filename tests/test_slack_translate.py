@@ -166,3 +166,20 @@ def test_replies_in_threads_the_bot_joined_are_addressed() -> None:
     assert incoming is not None and incoming.addressed
     top = to_incoming(event("x", ts="100.0"), policy=POLICY, names=NAMES, joined_threads=joined)
     assert top is not None and not top.addressed
+
+
+def test_slack_markup_reads_as_plain_text_in_the_prompt() -> None:
+    text = (
+        "see <https://x.io/a|the doc>, <https://y.io> and <#C9|ops> <!here> "
+        "<!subteam^S1|@devs> <@U2> <@U7> a &lt; b &amp;&amp; c &gt; d"
+    )
+    incoming = to_incoming(event(text), policy=POLICY, names=NAMES)
+    assert incoming is not None
+    assert incoming.text == (
+        "see the doc (https://x.io/a), https://y.io and #ops @here @devs @Bo <@U7> a < b && c > d"
+    )
+
+
+def test_command_text_is_unescaped() -> None:
+    form = {"command": "/pin", "text": "a &lt; b &amp; <https://x.io>", "user_id": "U1"}
+    assert to_command(form, admins=()).argument == "a < b & https://x.io"

@@ -25,6 +25,7 @@ Payload = Mapping[str, Any]
 
 _USER_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message"})
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
+_MARKUP = re.compile(r"<([^<>\s]+(?:\|[^<>]*)?)>")
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,27 @@ def strip_mention(text: str, user_id: str) -> str:
 
 
 def replace_mentions(text: str, names: Mapping[str, str]) -> str:
-    """``<@U1>`` → ``@Ana`` for users whose names are known."""
+    """Slack's markup as a person reads it: ``<@U1>`` → ``@Ana`` (for known names),
+    ``<#C1|general>`` → ``#general``, ``<!here>`` → ``@here``, ``<https://x|label>`` →
+    ``label (https://x)``, and ``&amp;``, ``&lt;``, ``&gt;`` unescaped."""
 
     def name(match: re.Match[str]) -> str:
         known = names.get(match.group(1))
         return f"@{known}" if known else match.group(0)
 
-    return _MENTION.sub(name, text)
+    def other(match: re.Match[str]) -> str:
+        target, _, label = match.group(1).partition("|")
+        if target.startswith("#"):
+            return f"#{label or target[1:]}"
+        if target.startswith("!"):
+            return "@" + (label or target[1:].split("^")[0]).lstrip("@")
+        if target.startswith("@"):
+            return match.group(0)
+        return f"{label} ({target})" if label and label != target else target
+
+    text = _MENTION.sub(name, text)
+    text = _MARKUP.sub(other, text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def message_event(body: Payload) -> Payload | None:
@@ -196,7 +211,7 @@ def to_command(body: Payload, *, admins: Collection[str]) -> CommandCall:
     return CommandCall(
         conversation=conversation_for(_team(body), str(body.get("channel_id", "")), None, None),
         name=str(body.get("command", "")).lstrip("/"),
-        argument=str(body.get("text") or ""),
+        argument=replace_mentions(str(body.get("text") or ""), {}),
         user_id=user,
         user_name=str(body.get("user_name") or user),
         can_manage=user in admins,
