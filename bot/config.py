@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -78,12 +78,33 @@ class LoggingConfig(_Section):
     level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
 
+class DiscordConfig(_Section):
+    enabled: bool = False
+    record: Literal["all", "addressed"] = "all"
+    """all: remember every message the bot can see; addressed: only what is addressed to it."""
+    answer_channels: tuple[int, ...] = ()
+    """Channel ids where the bot answers every message, not only mentions and replies."""
+    admin_user_ids: tuple[int, ...] = ()
+    """Users who may run admin commands (/reset) without the Manage Messages permission."""
+    dev_guild_id: int | None = None
+    """Sync slash commands to this one server (instantly) instead of globally."""
+    # Filled from the environment (DISCORD_TOKEN) only, never from the file.
+    token: str | None = Field(default=None, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _token_when_enabled(self) -> DiscordConfig:
+        if self.enabled and not self.token:
+            raise ValueError("enabled, but DISCORD_TOKEN is not set in the environment")
+        return self
+
+
 class Config(_Section):
     system_prompt: str = Field(min_length=1)
     llm: LLMConfig
     memory: MemoryConfig = MemoryConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    discord: DiscordConfig = DiscordConfig()
 
     @property
     def summary_base_url(self) -> str:
@@ -130,6 +151,9 @@ def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     llm["api_key"] = env.get("OPENAI_API_KEY") or None
     llm["summary_api_key"] = env.get("SUMMARY_API_KEY") or None
     data["llm"] = llm
+    discord = dict(data.get("discord") or {})
+    discord["token"] = env.get("DISCORD_TOKEN") or None
+    data["discord"] = discord
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
