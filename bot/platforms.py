@@ -22,6 +22,10 @@ class NoPlatformEnabled(Exception):
     """``bot run`` has nothing to run."""
 
 
+class PlatformError(Exception):
+    """A platform cannot run; the message says why and how to fix it."""
+
+
 class Platform(Protocol):
     @property
     def name(self) -> str: ...
@@ -39,8 +43,13 @@ class Platform(Protocol):
 
 
 def enabled_platforms(app: App) -> list[Platform]:
-    """The adapters the config enables (none exist in this version)."""
-    return []
+    """The adapters the config enables (imported only when enabled)."""
+    platforms: list[Platform] = []
+    if app.config.discord.enabled:
+        from bot.discord_adapter.platform import DiscordPlatform
+
+        platforms.append(DiscordPlatform(engine=app.engine, settings=app.config.discord))
+    return platforms
 
 
 async def run_platforms(platforms: Sequence[Platform]) -> None:
