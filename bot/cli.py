@@ -13,7 +13,7 @@ from bot import __version__
 from bot.app import App, open_app
 from bot.config import Config, ConfigError, config_path, load_config
 from bot.logs import setup_logging
-from bot.platforms import NoPlatformEnabled, enabled_platforms, run_platforms
+from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
 from bot.store.sqlite import DatabaseError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -77,11 +77,15 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
                 await run_platforms(enabled_platforms(app))
             except NoPlatformEnabled:
                 print(
-                    "bot run: no chat platform is enabled, and this version has no Slack or "
-                    "Discord adapter to enable. Use `bot chat` to talk to the bot in the terminal.",
+                    "bot run: no chat platform is enabled: set discord.enabled: true in the "
+                    "config (README: Discord), or use `bot chat` to talk to the bot in the "
+                    "terminal.",
                     file=sys.stderr,
                 )
                 return EXIT_USAGE
+            except PlatformError as exc:
+                print(f"bot run: {exc}", file=sys.stderr)
+                return EXIT_FAILED
             return EXIT_OK
         if args.command == "chat":
             from bot.console import chat

@@ -88,6 +88,10 @@ class DiscordConfig(_Section):
     """Users who may run admin commands (/reset) without the Manage Messages permission."""
     dev_guild_id: int | None = None
     """Sync slash commands to this one server (instantly) instead of globally."""
+    api_base_url: str | None = Field(default=None, pattern=r"^https?://")
+    """Discord's REST API (a proxy, or a local test server); None: discord.py's default."""
+    gateway_url: str | None = Field(default=None, pattern=r"^wss?://")
+    """Discord's gateway websocket; None: discord.py's default."""
     # Filled from the environment (DISCORD_TOKEN) only, never from the file.
     token: str | None = Field(default=None, exclude=True, repr=False)
 

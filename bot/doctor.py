@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.app import App
+from bot.config import Config
 from bot.llm import Failure, LLMError, OpenAIChatModel
 
 _PING = [{"role": "user", "content": "Reply with the word ok."}]
@@ -63,11 +64,22 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
-        Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal"),
+        Check(True, "platforms", _platforms(config)),
     ]
     for check in checks:
         report(check)
     return all(check.ok for check in checks)
+
+
+def _platforms(config: Config) -> str:
+    discord = config.discord
+    if not discord.enabled:
+        return "none enabled; `bot chat` talks to the bot in the terminal"
+    where = f"server {discord.dev_guild_id}" if discord.dev_guild_id else "all servers"
+    return (
+        f"discord enabled (DISCORD_TOKEN set; records {discord.record} messages; "
+        f"slash commands for {where}); `bot run` connects"
+    )
 
 
 async def _same_as_chat() -> Check:

@@ -7,6 +7,7 @@ import contextlib
 import logging
 
 import discord
+import yarl
 
 from bot.config import DiscordConfig
 from bot.discord_adapter.client import MemoryClient
@@ -26,6 +27,14 @@ BAD_TOKEN = (
 )
 
 
+def point_at(*, api_base_url: str | None, gateway_url: str | None) -> None:
+    """Use other Discord endpoints (discord.py keeps them process-wide, on its classes)."""
+    if api_base_url:
+        discord.http.Route.BASE = api_base_url.rstrip("/")
+    if gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+
 class DiscordPlatform:
     def __init__(
         self, *, engine: Engine, settings: DiscordConfig, guild_ready_timeout: float = 2.0
@@ -33,6 +42,7 @@ class DiscordPlatform:
         if not settings.token:
             raise PlatformError("discord: DISCORD_TOKEN is not set in the environment")
         self._token = settings.token
+        point_at(api_base_url=settings.api_base_url, gateway_url=settings.gateway_url)
         self.client = MemoryClient(
             engine=engine, settings=settings, guild_ready_timeout=guild_ready_timeout
         )

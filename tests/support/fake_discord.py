@@ -12,17 +12,19 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterator
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import discord
 import yarl
 from aiohttp import WSMsgType, web
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 API = "/api/v10"
 MESSAGE_CONTENT_INTENT = 1 << 15
 EVERYONE_PERMISSIONS = discord.Permissions(
@@ -226,6 +228,7 @@ class FakeDiscord:
         self._seq = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -246,6 +249,33 @@ class FakeDiscord:
             await self._ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    @classmethod
+    def start_in_thread(cls, **options: Any) -> FakeDiscord:
+        """Serve from a daemon thread's event loop (for the bot run as a process)."""
+        fake = cls(**options)
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-discord", daemon=True)
+        thread.start()
+        fake._thread = (loop, thread)
+        fake.call(fake.__aenter__())
+        return fake
+
+    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the fake's own loop (threaded mode) and return its result."""
+        assert self._thread is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._thread[0]).result(timeout=30)
+
+    def stop(self) -> None:
+        assert self._thread is not None
+        loop, thread = self._thread
+        try:
+            self.call(self.__aexit__(None, None, None))
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+            loop.close()
+            self._thread = None
 
     @property
     def api_base(self) -> str:
