@@ -44,16 +44,25 @@ async def discord_fake() -> AsyncIterator[FakeDiscord]:
             yield fake
 
 
-def discord_config(llm: FakeLLM, tmp_path: Path, **settings: Any) -> Config:
-    data = config_dict(llm.url, tmp_path / "bot.sqlite3", discord={"enabled": True, **settings})
+def discord_config(
+    llm: FakeLLM, tmp_path: Path, memory: dict[str, Any] | None = None, **settings: Any
+) -> Config:
+    data = config_dict(
+        llm.url,
+        tmp_path / "bot.sqlite3",
+        discord={"enabled": True, **settings},
+        memory=memory or {},
+    )
     return parse_config(data, {"DISCORD_TOKEN": TOKEN})
 
 
 @pytest.fixture
 def start_bot(llm: FakeLLM, tmp_path: Path, discord_fake: FakeDiscord) -> StartBot:
     @asynccontextmanager
-    async def start(**settings: Any) -> AsyncIterator[Running]:
-        async with open_app(discord_config(llm, tmp_path, **settings)) as app:
+    async def start(
+        memory: dict[str, Any] | None = None, **settings: Any
+    ) -> AsyncIterator[Running]:
+        async with open_app(discord_config(llm, tmp_path, memory, **settings)) as app:
             platform = DiscordPlatform(
                 engine=app.engine, settings=app.config.discord, guild_ready_timeout=0.05
             )

@@ -6,8 +6,9 @@ from typing import Any
 
 import discord
 
+from bot.app import App
 from tests.discord.conftest import ANA, BO, GENERAL, GUILD, RELEASE_THREAD, StartBot
-from tests.support.fake_discord import FakeDiscord, Person
+from tests.support.fake_discord import FakeDiscord, Person, eventually
 
 EPHEMERAL = 64
 DEFERRED_WITH_THINKING = 5
@@ -110,3 +111,48 @@ async def test_pin_to_memory_pins_the_chosen_message(
     assert [(p.text, p.author_name) for p in pins] == [("Bo: The staging DB is db-2", "Ana N")]
     assert fake.callbacks[0]["type"] == DEFERRED_WITH_THINKING
     assert fake.followups[0]["content"].startswith("Pinned #1: Bo: The staging DB is db-2")
+
+
+async def test_commands_work_in_dms_and_a_429_on_a_follow_up_is_retried(
+    start_bot: StartBot, discord_fake: FakeDiscord
+) -> None:
+    fake = discord_fake
+    dm = {"channel_id": 8001, "guild_id": None}
+    async with start_bot() as (app, _):
+        fake.rate_limit_once("POST", r"/webhooks/\d+/[^/]+")
+        await fake.command(ANA, "pin", {"text": "I prefer short answers"}, **dm)
+        await fake.until(lambda: len(fake.followups) == 1)
+        await fake.command(ANA, "unpin", {"id": "#1"}, **dm)
+        await fake.until(lambda: len(fake.followups) == 2)
+        await fake.command(ANA, "reset", **dm)  # your own DM: no permission needed
+        await fake.until(lambda: len(fake.followups) == 3)
+        await fake.command(ANA, "help", **dm)
+        await fake.until(lambda: len(fake.followups) == 4)
+        assert await app.store.pins(channel_key="discord:dm:8001") == []
+    assert len(fake.rate_limited) == 1
+    pinned, unpinned, reset, help_ = (f["content"] for f in fake.followups)
+    assert pinned.startswith("Pinned #1: I prefer short answers")
+    assert unpinned == "Unpinned #1."
+    assert reset.startswith("Forgot 0 messages")
+    assert "/pin TEXT" in help_ and flags(fake.followups[3]) == EPHEMERAL
+
+
+async def test_summarize_folds_the_channel_and_answers_with_the_summary(
+    start_bot: StartBot, discord_fake: FakeDiscord
+) -> None:
+    fake = discord_fake
+    where = {"channel_id": GENERAL, "guild_id": GUILD}
+    async with start_bot(memory={"strategy": "summary", "keep_recent_turns": 2}) as (app, _):
+        for i in range(8):
+            await fake.say(ANA, f"FACT number {i} is important", **where)
+        key = f"discord:{GUILD}:{GENERAL}"
+        await eventually(lambda: _stored(app, key, 8))
+        await fake.command(BO, "summarize", **where)
+        await fake.until(lambda: len(fake.followups) == 1)
+    summary = fake.followups[0]["content"]
+    assert summary.startswith("Summary ") and "- FACT number 0 is important" in summary
+    assert flags(fake.followups[0]) == 0
+
+
+async def _stored(app: App, key: str, count: int) -> bool:
+    return await app.store.count_messages(conversation_key=key) == count

@@ -168,3 +168,31 @@ async def test_edits_and_deletions_update_memory(
 
 async def _equals(value: Any, expected: list[str]) -> bool:
     return bool(await value == expected)
+
+
+async def test_a_small_budget_keeps_each_channel_within_it(
+    start_bot: StartBot, discord_fake: FakeDiscord, llm: FakeLLM
+) -> None:
+    fake = discord_fake
+    budget = 400
+    async with start_bot(memory={"strategy": "full", "max_context_tokens": budget}):
+        for i in range(12):
+            for channel in (GENERAL, RANDOM):
+                who = ANA if i % 2 else BO
+                await fake.say(
+                    who,
+                    f"<@{BOT.id}> note {i} in {channel} " + "filler " * 15,
+                    channel_id=channel,
+                    guild_id=GUILD,
+                    mentions=(BOT,),
+                )
+            await fake.sent_count(2 * (i + 1))
+    bodies = chat_bodies(llm)
+    assert len(bodies) == 24
+    for body in bodies:
+        assert count_prompt_tokens("gpt-4o-mini", body["messages"]) <= budget
+        channel = turns(body)[-1].split(" in ")[1].split()[0]
+        assert all(f" in {channel} " in t for t in turns(body) if t.startswith("["))
+    last = turns(bodies[-1])
+    assert last[-1].startswith("[Ana N] note 11 in")
+    assert not any("note 0 " in t for t in last)
