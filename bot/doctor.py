@@ -43,9 +43,10 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     integrity = await app.store.integrity_check()
     conversations = await app.store.conversations()
     same = (app.summary.model, app.summary.base_url) == (app.chat.model, app.chat.base_url)
-    chat_check, summary_check = await asyncio.gather(
+    chat_check, summary_check, platforms_check = await asyncio.gather(
         _endpoint("chat", app.chat),
         _same_as_chat() if same else _endpoint("summary", app.summary),
+        _platforms(config),
     )
     checks = [
         Check(True, "config", f"{config_file} is valid"),
@@ -64,22 +65,20 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
-        Check(True, "platforms", _platforms(config)),
+        platforms_check,
     ]
     for check in checks:
         report(check)
     return all(check.ok for check in checks)
 
 
-def _platforms(config: Config) -> str:
-    discord = config.discord
-    if not discord.enabled:
-        return "none enabled; `bot chat` talks to the bot in the terminal"
-    where = f"server {discord.dev_guild_id}" if discord.dev_guild_id else "all servers"
-    return (
-        f"discord enabled (DISCORD_TOKEN set; records {discord.record} messages; "
-        f"slash commands for {where}); `bot run` connects"
-    )
+async def _platforms(config: Config) -> Check:
+    if not config.discord.enabled:
+        return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
+    from bot.discord_adapter.diagnose import diagnose
+
+    ok, detail = await diagnose(config.discord)
+    return Check(ok, "platforms", detail)
 
 
 async def _same_as_chat() -> Check:

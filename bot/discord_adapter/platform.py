@@ -16,11 +16,12 @@ from bot.platforms import PlatformError
 
 log = logging.getLogger(__name__)
 
-MISSING_INTENT = (
-    "Discord refused the Message Content intent. In the Discord Developer Portal "
-    "(https://discord.com/developers/applications), open this application, go to Bot, turn on "
-    "'Message Content Intent' under Privileged Gateway Intents, save, and start the bot again."
+ENABLE_INTENT = (
+    "In the Discord Developer Portal (https://discord.com/developers/applications), open this "
+    "application, go to Bot, turn on 'Message Content Intent' under Privileged Gateway "
+    "Intents, save, and start the bot again."
 )
+MISSING_INTENT = f"Discord refused the Message Content intent. {ENABLE_INTENT}"
 BAD_TOKEN = (
     "Discord rejected DISCORD_TOKEN. Copy the bot token again from the Developer Portal "
     "(Bot > Reset Token) into the DISCORD_TOKEN environment variable."

@@ -62,13 +62,11 @@ def prompt_text(content: str, mentions: Mapping[int, str], *, bot_id: int) -> st
     """The bot's own mention removed, other users' mentions shown as ``@name``."""
 
     def name(match: re.Match[str]) -> str:
-        user_id = int(match.group(1))
-        if user_id == bot_id:
-            return ""
-        known = mentions.get(user_id)
+        known = mentions.get(int(match.group(1)))
         return f"@{known}" if known is not None else match.group(0)
 
-    return re.sub(r"[ \t]{2,}", " ", _USER_MENTION.sub(name, content)).strip()
+    without_bot = re.sub(rf"<@!?{bot_id}>[ \t]?", "", content)
+    return _USER_MENTION.sub(name, without_bot).strip()
 
 
 def to_incoming(

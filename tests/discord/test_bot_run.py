@@ -103,6 +103,8 @@ def test_doctor_reports_discord_enabled(
         env={**os.environ, "DISCORD_TOKEN": TOKEN},
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ok   platforms: discord enabled (DISCORD_TOKEN set; records all messages" in (
-        result.stdout
-    )
+    assert (
+        "ok   platforms: discord: logged in as memory bot (application 901), Message Content "
+        "intent on; records all messages; slash commands for all servers"
+    ) in result.stdout
+    assert discord_thread.command_syncs == []  # the doctor changes nothing

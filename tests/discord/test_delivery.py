@@ -91,3 +91,20 @@ async def test_enabled_platforms_builds_the_discord_adapter(llm: FakeLLM, tmp_pa
         assert [p.name for p in platforms] == ["discord"]
         assert isinstance(platforms[0], DiscordPlatform)
         await platforms[0].client.close()
+
+
+async def test_doctor_check_names_a_missing_intent_and_a_bad_token(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    from bot.discord_adapter.diagnose import diagnose
+
+    async with FakeDiscord(grant_message_content=False, token=TOKEN) as fake:
+        config = discord_config(llm, tmp_path, api_base_url=fake.api_base)
+        with fake.pointed_at():  # restores what the config's api_base_url changes
+            ok, detail = await diagnose(config.discord)
+            assert not ok and detail.startswith("the Message Content intent is off")
+            assert "turn on 'Message Content Intent'" in detail
+            fake.token = "another.token"
+            ok, detail = await diagnose(config.discord)
+            assert not ok and detail.startswith("Discord rejected DISCORD_TOKEN")
+        assert fake.command_syncs == []

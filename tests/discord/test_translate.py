@@ -62,3 +62,10 @@ def test_bots_and_system_messages_are_not_user_input() -> None:
     assert to_incoming(replace(PLAIN, author_is_bot=True), bot_id=BOT) is None
     assert to_incoming(replace(PLAIN, author_id=BOT, author_is_bot=True), bot_id=BOT) is None
     assert to_incoming(replace(PLAIN, is_user_message=False), bot_id=BOT) is None
+
+
+def test_text_keeps_its_indentation_once_the_mention_is_removed() -> None:
+    code = f"<@{BOT}> why does this fail?\n```py\ndef f():\n    return  1\n```"
+    incoming = to_incoming(replace(PLAIN, content=code, mentions={BOT: "Bot"}), bot_id=BOT)
+    assert incoming is not None
+    assert incoming.text == "why does this fail?\n```py\ndef f():\n    return  1\n```"

@@ -510,7 +510,8 @@ class FakeDiscord:
             "bot_require_code_grant": False,
             "owner": user_payload(1, "Owner"),
             "verify_key": "0" * 64,
-            "flags": 0,
+            # GATEWAY_MESSAGE_CONTENT_LIMITED: the intent is on in the Developer Portal.
+            "flags": (1 << 19) if self.grant_message_content else 0,
         }
 
     def _sync(self, scope: str, commands: list[JSON]) -> web.Response:
