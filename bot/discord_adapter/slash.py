@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import discord
 from discord import app_commands
@@ -92,31 +92,35 @@ class CommandRunner:
         await self.run(interaction, pin, f"{message.author.display_name}: {text}")
 
 
-def _option(spec: CommandSpec) -> tuple[str, bool] | None:
-    """The command's one text option from its usage (``/pin TEXT``, ``/reset [all]``)."""
+class Option(NamedTuple):
+    name: str
+    required: bool
+
+
+def _option(spec: CommandSpec) -> Option | None:
+    """The command's one text option from its usage: ``/pin TEXT`` → required ``text``,
+    ``/reset [all]`` → optional ``option``."""
     words = spec.usage.split()[1:]
     if not words:
         return None
     match = _OPTION.match(words[0])
     if match is None:
-        return ("argument", True)
+        return Option("argument", required=True)
     optional, word = match.groups()
-    return ("option" if optional else word.lower(), not optional)
+    return Option("option" if optional else word.lower(), required=not optional)
 
 
 Callback = Any  # discord.py inspects the signature; its own type is a union of shapes
 
 
-def _callback(
-    runner: CommandRunner, spec: CommandSpec, option: tuple[str, bool] | None
-) -> Callback:
+def _callback(runner: CommandRunner, spec: CommandSpec, option: Option | None) -> Callback:
     if option is None:
 
         async def bare(interaction: discord.Interaction[Any]) -> None:
             await runner.run(interaction, spec, "")
 
         return bare
-    if option[1]:
+    if option.required:
 
         async def required(interaction: discord.Interaction[Any], argument: str) -> None:
             await runner.run(interaction, spec, argument)
@@ -135,7 +139,7 @@ def slash_command(runner: CommandRunner, spec: CommandSpec) -> app_commands.Comm
         name=spec.name, description=spec.description[:100], callback=_callback(runner, spec, option)
     )
     if option is not None:
-        app_commands.rename(argument=option[0])(command)
+        app_commands.rename(argument=option.name)(command)
         app_commands.describe(argument=f"{spec.usage} — {spec.description}"[:100])(command)
     if spec.admin:
         command.default_permissions = discord.Permissions(manage_messages=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import bot
 from tests.conftest import is_summary_request
-from tests.discord.conftest import (
+from tests.discord_adapter.conftest import (
     ANA,
     BO,
     BOT,

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import config_dict
-from tests.discord.conftest import BO, BOT, GENERAL, GUILD, TOKEN, team_guild
+from tests.discord_adapter.conftest import BO, BOT, GENERAL, GUILD, TOKEN, team_guild
 from tests.support.fake_discord import FakeDiscord
 from tests.support.fake_llm import FakeLLM
 

@@ -7,7 +7,7 @@ from typing import Any
 import discord
 
 from bot.app import App
-from tests.discord.conftest import ANA, BO, GENERAL, GUILD, RELEASE_THREAD, StartBot
+from tests.discord_adapter.conftest import ANA, BO, GENERAL, GUILD, RELEASE_THREAD, StartBot
 from tests.support.fake_discord import FakeDiscord, Person, eventually
 
 EPHEMERAL = 64

@@ -12,7 +12,7 @@ from bot.app import open_app
 from bot.discord_adapter.platform import MISSING_INTENT, DiscordPlatform
 from bot.discord_adapter.render import MESSAGE_LIMIT, split_message
 from bot.platforms import PlatformError, enabled_platforms
-from tests.discord.conftest import BO, BOT, GENERAL, GUILD, TOKEN, StartBot, discord_config
+from tests.discord_adapter.conftest import BO, BOT, GENERAL, GUILD, TOKEN, StartBot, discord_config
 from tests.support.fake_discord import FakeDiscord
 from tests.support.fake_llm import FakeLLM
 
