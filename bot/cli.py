@@ -13,6 +13,7 @@ from bot import __version__
 from bot.app import App, open_app
 from bot.config import Config, ConfigError, config_path, load_config
 from bot.logs import setup_logging
+from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
 from bot.store.sqlite import DatabaseError
 
@@ -37,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     chat = commands.add_parser(
         "chat", parents=[common], help="talk to the bot in the terminal (reads lines from stdin)"
     )
-    chat.add_argument("--channel", default="default", help="console channel name")
+    chat.add_argument(
+        "--channel", default="default", type=_channel_name, help="console channel name"
+    )
     chat.add_argument("--user", default=os.environ.get("USER") or "you", help="your name")
     commands.add_parser("run", parents=[common], help="connect every platform enabled in config")
     commands.add_parser(
@@ -50,6 +53,14 @@ def _parser() -> argparse.ArgumentParser:
         help="a console channel name or a conversation key such as slack:T1:C1",
     )
     return parser
+
+
+def _channel_name(value: str) -> str:
+    try:
+        Conversation.console(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a channel name is non-empty, without ':'") from None
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,8 +91,9 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
                 return EXIT_FAILED
             except NoPlatformEnabled:
                 print(
-                    "bot run: no chat platform is enabled: set slack.enabled: true in the config "
-                    "(see the README). Use `bot chat` to talk to the bot in the terminal.",
+                    "bot run: no chat platform is enabled: set slack.enabled or "
+                    "discord.enabled to true in the config (README: Slack, Discord), or use "
+                    "`bot chat` to talk to the bot in the terminal.",
                     file=sys.stderr,
                 )
                 return EXIT_USAGE
@@ -103,12 +115,15 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
 
 async def _stats(app: App, channel: str | None) -> int:
     from bot.commands import format_stats
-    from bot.models import Conversation
 
     if channel:
-        conversation = (
-            Conversation.from_key(channel) if ":" in channel else Conversation.console(channel)
-        )
+        try:
+            conversation = (
+                Conversation.from_key(channel) if ":" in channel else Conversation.console(channel)
+            )
+        except ValueError as exc:
+            print(f"bot stats: --channel: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         print(await format_stats(app.engine, conversation))
         return EXIT_OK
     rows = await app.store.conversations()

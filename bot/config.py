@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -102,8 +102,10 @@ class SlackConfig(_Section):
     port: int = Field(default=3000, ge=0, le=65535)
     api_base_url: str | None = None
     record: SlackRecord = SlackRecord.ALL
-    answer_all_in: tuple[str, ...] = ()
-    admins: tuple[str, ...] = ()
+    answer_channels: tuple[str, ...] = ()
+    """Channel ids where the bot answers every message, not only mentions."""
+    admin_user_ids: tuple[str, ...] = ()
+    """User ids who may run admin commands (/reset)."""
     # Filled from the environment only, never from the file.
     bot_token: str | None = Field(default=None, exclude=True, repr=False)
     app_token: str | None = Field(default=None, exclude=True, repr=False)
@@ -125,6 +127,30 @@ class SlackConfig(_Section):
         return self
 
 
+class DiscordConfig(_Section):
+    enabled: bool = False
+    record: Literal["all", "addressed"] = "all"
+    """all: remember every message the bot can see; addressed: only what is addressed to it."""
+    answer_channels: tuple[int, ...] = ()
+    """Channel ids where the bot answers every message, not only mentions and replies."""
+    admin_user_ids: tuple[int, ...] = ()
+    """Users who may run admin commands (/reset) without the Manage Messages permission."""
+    dev_guild_id: int | None = None
+    """Sync slash commands to this one server (instantly) instead of globally."""
+    api_base_url: str | None = Field(default=None, pattern=r"^https?://")
+    """Discord's REST API (a proxy, or a local test server); None: discord.py's default."""
+    gateway_url: str | None = Field(default=None, pattern=r"^wss?://")
+    """Discord's gateway websocket; None: discord.py's default."""
+    # Filled from the environment (DISCORD_TOKEN) only, never from the file.
+    token: str | None = Field(default=None, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _token_when_enabled(self) -> DiscordConfig:
+        if self.enabled and not self.token:
+            raise ValueError("enabled, but DISCORD_TOKEN is not set in the environment")
+        return self
+
+
 class Config(_Section):
     system_prompt: str = Field(min_length=1)
     llm: LLMConfig
@@ -132,6 +158,7 @@ class Config(_Section):
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
     slack: SlackConfig = SlackConfig()
+    discord: DiscordConfig = DiscordConfig()
 
     @property
     def summary_base_url(self) -> str:
@@ -186,6 +213,9 @@ def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             "app_token": env.get("SLACK_APP_TOKEN") or None,
             "signing_secret": env.get("SLACK_SIGNING_SECRET") or None,
         }
+    discord = dict(data.get("discord") or {})
+    discord["token"] = env.get("DISCORD_TOKEN") or None
+    data["discord"] = discord
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.app import App
+from bot.config import Config
 from bot.llm import Failure, LLMError, OpenAIChatModel
 
 _PING = [{"role": "user", "content": "Reply with the word ok."}]
@@ -42,9 +43,10 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     integrity = await app.store.integrity_check()
     conversations = await app.store.conversations()
     same = (app.summary.model, app.summary.base_url) == (app.chat.model, app.chat.base_url)
-    chat_check, summary_check = await asyncio.gather(
+    chat_check, summary_check, platforms_check = await asyncio.gather(
         _endpoint("chat", app.chat),
         _same_as_chat() if same else _endpoint("summary", app.summary),
+        _platforms(config),
     )
     checks = [
         Check(True, "config", f"{config_file} is valid"),
@@ -63,20 +65,27 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
-        await _platforms(app),
+        platforms_check,
     ]
     for check in checks:
         report(check)
     return all(check.ok for check in checks)
 
 
-async def _platforms(app: App) -> Check:
-    if not app.config.slack.enabled:
-        return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
-    from bot.slack_adapter.platform import probe
+async def _platforms(config: Config) -> Check:
+    probes: list[Awaitable[tuple[bool, str]]] = []
+    if config.slack.enabled:
+        from bot.slack_adapter.platform import probe
 
-    ok, detail = await probe(app.config.slack)
-    return Check(ok, "platforms", f"slack: {detail}")
+        probes.append(probe(config.slack))
+    if config.discord.enabled:
+        from bot.discord_adapter.diagnose import diagnose
+
+        probes.append(diagnose(config.discord))
+    if not probes:
+        return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
+    results = await asyncio.gather(*probes)
+    return Check(all(ok for ok, _ in results), "platforms", "; ".join(d for _, d in results))
 
 
 async def _same_as_chat() -> Check:

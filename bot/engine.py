@@ -93,6 +93,9 @@ class Engine:
         self._reply_locks = _Locks()
         self._summary_locks = _Locks()
         self._summary_tasks: dict[str, asyncio.Task[None]] = {}
+        # Turns whose message was stored but not yet answered, per conversation: a summary
+        # must not fold them, or the prompt built for them would miss them.
+        self._awaiting: dict[str, set[int]] = {}
         self._summary_retry_at: dict[str, float] = {}
 
     # -- messages -------------------------------------------------------------------------
@@ -126,10 +129,22 @@ class Engine:
             if message.addressed:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
+        conversation = message.conversation
         stored = await self.record(message)
         if not message.addressed:
             return None
-        conversation = message.conversation
+        self._awaiting.setdefault(conversation.key, set()).add(stored.id)
+        try:
+            return await self._reply(conversation, stored, reply_id=message.reply_id)
+        finally:
+            awaiting = self._awaiting[conversation.key]
+            awaiting.discard(stored.id)
+            if not awaiting:
+                del self._awaiting[conversation.key]
+
+    async def _reply(
+        self, conversation: Conversation, stored: StoredMessage, *, reply_id: str | None
+    ) -> Reply:
         async with self._reply_locks(conversation.key):
             try:
                 prompt, completion = await self._answer(conversation, stored)
@@ -145,7 +160,7 @@ class Engine:
                 author_name="assistant",
                 content=completion.text,
                 tokens=await self.count(completion.text),
-                message_id=message.reply_id,
+                message_id=reply_id,
                 created_at=time.time(),
                 reply_to=stored.id,
             )
@@ -262,7 +277,10 @@ class Engine:
     async def summarize(self, conversation: Conversation) -> Summary | None:
         """Compact now (one compaction per conversation at a time)."""
         async with self._summary_locks(conversation.key):
-            summary = await self.summarizer.compact(conversation, budget=self.budget())
+            awaiting = self._awaiting.get(conversation.key)
+            summary = await self.summarizer.compact(
+                conversation, budget=self.budget(), before_turn=min(awaiting) if awaiting else None
+            )
         if summary is not None:
             self._summary_retry_at.pop(conversation.key, None)
             log.info(

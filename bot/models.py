@@ -25,6 +25,12 @@ class Conversation:
     channel: str
     thread: str | None = None
 
+    def __post_init__(self) -> None:
+        # ':' separates the parts of a key: inside a part, two conversations could share one.
+        for part in (self.platform, self.workspace, self.channel, self.thread):
+            if part is not None and (not part or ":" in part):
+                raise ValueError(f"a conversation part must be non-empty, without ':': {part!r}")
+
     @property
     def key(self) -> str:
         base = self.channel_key

@@ -23,7 +23,7 @@ class NoPlatformEnabled(Exception):
 
 
 class PlatformError(Exception):
-    """A platform could not start (e.g. its credentials were refused); one line, no secrets."""
+    """A platform cannot run; the message says why and how to fix it."""
 
 
 class Platform(Protocol):
@@ -49,6 +49,10 @@ def enabled_platforms(app: App) -> list[Platform]:
         from bot.slack_adapter.platform import SlackPlatform
 
         platforms.append(SlackPlatform(engine=app.engine, settings=app.config.slack))
+    if app.config.discord.enabled:
+        from bot.discord_adapter.platform import DiscordPlatform
+
+        platforms.append(DiscordPlatform(engine=app.engine, settings=app.config.discord))
     return platforms
 
 

@@ -82,15 +82,19 @@ class Summarizer:
     def model(self) -> str:
         return self._model.model
 
-    async def compact(self, conversation: Conversation, *, budget: int) -> Summary | None:
+    async def compact(
+        self, conversation: Conversation, *, budget: int, before_turn: int | None = None
+    ) -> Summary | None:
         """Fold the oldest turns that should leave the window; None if nothing to fold.
+
+        Turns from ``before_turn`` on are never folded: their messages still await an answer.
 
         Raises :class:`bot.llm.LLMError` when the summary model fails; nothing is changed then.
         """
         key = conversation.key
         generation = await self._store.generation(conversation_key=key)
         previous = await self._store.latest_summary(conversation_key=key)
-        fold = await self._select(key, previous, budget)
+        fold = await self._select(key, previous, budget, before_turn)
         if fold is None:
             return None
         summary_tokens = min(self._max_tokens, max(64, int(budget * SUMMARY_SHARE)))
@@ -130,7 +134,9 @@ class Summarizer:
             log.info("summary for %s discarded: the conversation changed meanwhile", key)
         return saved
 
-    async def _select(self, key: str, previous: Summary | None, budget: int) -> _Fold | None:
+    async def _select(
+        self, key: str, previous: Summary | None, budget: int, before_turn: int | None
+    ) -> _Fold | None:
         after = previous.covers_through_turn if previous else 0
         rows = await self._store.messages_after_turn(
             conversation_key=key, after_turn=after, limit=_FETCH
@@ -139,7 +145,11 @@ class Summarizer:
         keep = self._memory.keep_recent_turns
         if len(turns) <= keep:
             return None
-        foldable = turns[:-keep]
+        foldable = [
+            turn for turn in turns[:-keep] if before_turn is None or turn[0].turn_id < before_turn
+        ]
+        if not foldable:
+            return None
         if self._memory.strategy is Strategy.HYBRID:
             target = int(budget * self._memory.summary_target)
             remaining = sum(_cost(turn) for turn in turns)

@@ -77,7 +77,7 @@ BASE_CONFIG: dict[str, Any] = {
 }
 
 
-def config_dict(base_url: str, db_path: Path, **sections: dict[str, Any]) -> dict[str, Any]:
+def config_dict(base_url: str, db_path: Path, **sections: Any) -> dict[str, Any]:
     data = copy.deepcopy(BASE_CONFIG)
     data["llm"]["base_url"] = base_url
     data["storage"] = {"path": str(db_path)}

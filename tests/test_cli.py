@@ -178,3 +178,10 @@ def test_secrets_never_reach_the_logs(tmp_path: Path, llm_thread: FakeLLM) -> No
 def test_version() -> None:
     result = bot("--version")
     assert result.stdout.strip() == f"bot {__version__}"
+
+
+def test_a_channel_name_that_could_collide_with_a_thread_is_refused(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "http://127.0.0.1:9/v1")
+    result = bot("chat", "--config", str(config), "--channel", "alpha:t1", stdin="hi\n")
+    assert result.returncode == 2
+    assert "a channel name is non-empty, without ':'" in result.stderr

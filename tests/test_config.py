@@ -86,12 +86,12 @@ SLACK_BASE = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
 
 
 def test_slack_secrets_come_from_the_environment(tmp_path: Path) -> None:
-    path = write(tmp_path, SLACK_BASE + "slack: {enabled: true, admins: [U1]}\n")
+    path = write(tmp_path, SLACK_BASE + "slack: {enabled: true, admin_user_ids: [U1]}\n")
     env = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-test"}
     config = load_config(path, env=env)
     assert config.slack.enabled and config.slack.mode == "socket"
     assert (config.slack.bot_token, config.slack.app_token) == ("xoxb-test", "xapp-test")
-    assert config.slack.admins == ("U1",)
+    assert config.slack.admin_user_ids == ("U1",)
     assert "xoxb-test" not in repr(config)
     assert not load_config(ROOT / "config.yaml", env=env).slack.enabled
 

@@ -463,3 +463,14 @@ async def test_strategies_without_a_summary_say_so(
     async with open_app(make_config(memory={"strategy": "window"})) as app:
         reply = await run_command(app.engine, command("summarize"))
     assert reply.kind is ReplyKind.ERROR and "keeps no summary" in reply.text
+
+
+async def test_stats_warns_past_the_threshold(make_config: ConfigFactory, llm: FakeLLM) -> None:
+    config = make_config(memory={"strategy": "full", "max_context_tokens": 400})
+    async with open_app(config) as app:
+        quiet = await run_command(app.engine, command("stats"))
+        assert "Warning" not in quiet.text
+        for i in range(12):
+            await app.engine.handle_message(said(f"message {i} " + "filler " * 10))
+        loud = await run_command(app.engine, command("stats"))
+    assert "Warning: the prompt is past 80% of the budget" in loud.text

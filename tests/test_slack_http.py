@@ -106,8 +106,8 @@ def slack_settings(fake: FakeSlack, **overrides: Any) -> dict[str, Any]:
         "host": "127.0.0.1",
         "port": 0,
         "api_base_url": fake.api_url,
-        "answer_all_in": ["CALL"],
-        "admins": ["U9"],
+        "answer_channels": ["CALL"],
+        "admin_user_ids": ["U9"],
     }
     return {**settings, **overrides}
 

@@ -19,7 +19,7 @@ from bot.slack_adapter.translate import (
 )
 
 BOT = "UBOT"
-POLICY = Policy(bot_user_id=BOT, answer_all_in={"CALL"})
+POLICY = Policy(bot_user_id=BOT, answer_channels={"CALL"})
 NAMES = {"U1": "Ana", "U2": "Bo"}
 
 
@@ -182,4 +182,12 @@ def test_slack_markup_reads_as_plain_text_in_the_prompt() -> None:
 
 def test_command_text_is_unescaped() -> None:
     form = {"command": "/pin", "text": "a &lt; b &amp; <https://x.io>", "user_id": "U1"}
+    form |= {"team_id": "T1", "channel_id": "C1"}
     assert to_command(form, admins=()).argument == "a < b & https://x.io"
+
+
+def test_payloads_without_a_team_or_channel_are_not_messages() -> None:
+    no_channel = event("hi", channel="")
+    assert to_incoming(no_channel, policy=POLICY, names=NAMES) is None
+    no_team = {**event("hi"), "team_id": ""}
+    assert to_incoming(no_team, policy=POLICY, names=NAMES) is None

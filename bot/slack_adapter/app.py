@@ -91,10 +91,10 @@ class Listeners:
         self.client = client
         self.policy = Policy(
             bot_user_id=identity.user_id,
-            answer_all_in=frozenset(settings.answer_all_in),
+            answer_channels=frozenset(settings.answer_channels),
             record_all=settings.record is SlackRecord.ALL,
         )
-        self.admins: Collection[str] = frozenset(settings.admins)
+        self.admins: Collection[str] = frozenset(settings.admin_user_ids)
         self._names: dict[str, str] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._joined_threads: OrderedDict[str, None] = OrderedDict()

@@ -41,11 +41,12 @@ async def probe(settings: SlackConfig) -> tuple[bool, str]:
     try:
         identity = await identify(make_client(settings))
     except SlackApiError as exc:
-        return False, f"auth.test failed: {exc.response.get('error')}"
+        return False, f"slack: auth.test failed: {exc.response.get('error')}"
     except (OSError, aiohttp.ClientError, TimeoutError) as exc:
-        return False, f"cannot reach {settings.api_base_url or DEFAULT_API_BASE_URL}: {exc}"
+        where = settings.api_base_url or DEFAULT_API_BASE_URL
+        return False, f"slack: cannot reach {where}: {exc}"
     return True, (
-        f"{settings.mode.value} mode, signed in as {identity.user_id} in {identity.team_id}"
+        f"slack: {settings.mode.value} mode, signed in as {identity.user_id} in {identity.team_id}"
     )
 
 

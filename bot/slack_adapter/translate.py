@@ -33,7 +33,7 @@ class Policy:
     """What the adapter answers and records, from the ``slack`` config section."""
 
     bot_user_id: str
-    answer_all_in: Collection[str] = ()
+    answer_channels: Collection[str] = ()
     record_all: bool = True
 
 
@@ -112,7 +112,8 @@ def ordering_key(body: Payload) -> str:
     inner = event.get("message") or event.get("previous_message") or event
     channel = str(event.get("channel", ""))
     ts = inner.get("ts") or event.get("deleted_ts")
-    return conversation_for(_team(body), channel, ts, inner.get("thread_ts")).key
+    thread = inner.get("thread_ts")
+    return f"{_team(body)}:{channel}:{thread if thread and thread != ts else ''}"
 
 
 def is_user_message(event: Payload) -> bool:
@@ -144,12 +145,14 @@ def to_incoming(
 
     Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's or in
     one of ``joined_threads`` (conversation keys of threads the bot has answered in), any
-    message in a channel of ``policy.answer_all_in``.
+    message in a channel of ``policy.answer_channels``.
     """
     event = message_event(body)
     if event is None or not is_user_message(event):
         return None
     user, channel, ts = str(event["user"]), str(event.get("channel", "")), event.get("ts")
+    if not channel or not _team(body):
+        return None
     text = str(event.get("text") or "")
     bot = policy.bot_user_id
     conversation = conversation_for(_team(body), channel, ts, event.get("thread_ts"))
@@ -160,7 +163,7 @@ def to_incoming(
         event.get("channel_type") == "im"
         or bot in mentions(text)
         or in_bots_thread
-        or channel in policy.answer_all_in
+        or channel in policy.answer_channels
     )
     if not addressed and not policy.record_all:
         return None
@@ -183,6 +186,8 @@ def to_edit(body: Payload, *, policy: Policy, names: Mapping[str, str]) -> Edit 
     message = event.get("message") or {}
     if message.get("bot_id") or not message.get("user") or not message.get("ts"):
         return None
+    if not event.get("channel") or not _team(body):
+        return None
     text = str(message.get("text") or "")
     text = replace_mentions(strip_mention(text, policy.bot_user_id), names)
     ts = str(message["ts"])
@@ -198,7 +203,7 @@ def to_deletion(body: Payload) -> Deletion | None:
     if event is None or event.get("subtype") != "message_deleted":
         return None
     ts = event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")
-    if not ts:
+    if not ts or not event.get("channel") or not _team(body):
         return None
     thread_ts = (event.get("previous_message") or {}).get("thread_ts")
     conversation = conversation_for(_team(body), str(event.get("channel", "")), ts, thread_ts)

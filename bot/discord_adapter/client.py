@@ -1,0 +1,106 @@
+"""The discord.py client: gateway events to the engine, replies back to the channel."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import discord
+
+from bot.config import DiscordConfig
+from bot.discord_adapter.facts import conversation_of, facts_of
+from bot.discord_adapter.render import split_message
+from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
+from bot.discord_adapter.translate import to_incoming
+from bot.engine import Engine
+from bot.models import IncomingMessage, Reply
+
+log = logging.getLogger(__name__)
+
+
+def intents() -> discord.Intents:
+    """Guilds, messages (server and DM) and their text: Message Content is privileged."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.dm_messages = True
+    wanted.message_content = True
+    return wanted
+
+
+class MemoryClient(discord.Client):
+    def __init__(
+        self, *, engine: Engine, settings: DiscordConfig, guild_ready_timeout: float = 2.0
+    ) -> None:
+        super().__init__(
+            intents=intents(),
+            allowed_mentions=NO_MENTIONS,
+            guild_ready_timeout=guild_ready_timeout,
+        )
+        self._engine = engine
+        self._settings = settings
+        self._answer_channels = frozenset(settings.answer_channels)
+        self.tree = build_tree(self, CommandRunner(engine=engine, settings=settings))
+
+    async def setup_hook(self) -> None:
+        """Sync the slash commands: to the development server when one is configured."""
+        if self._settings.dev_guild_id is not None:
+            guild = discord.Object(id=self._settings.dev_guild_id)
+            self.tree.copy_global_to(guild=guild)
+            synced = await self.tree.sync(guild=guild)
+            log.info("synced %d commands to server %s", len(synced), guild.id)
+        else:
+            synced = await self.tree.sync()
+            log.info("synced %d commands globally (they can take a while to appear)", len(synced))
+
+    def _incoming(self, message: discord.Message) -> IncomingMessage | None:
+        if self.user is None:
+            return None
+        return to_incoming(
+            facts_of(message), bot_id=self.user.id, answer_channels=self._answer_channels
+        )
+
+    async def on_message(self, message: discord.Message) -> None:
+        incoming = self._incoming(message)
+        if incoming is None:
+            return
+        if not incoming.addressed:
+            if self._settings.record == "all":
+                await self._engine.handle_message(incoming)
+            return
+        async with message.channel.typing():
+            reply = await self._engine.handle_message(incoming)
+        if reply is not None:
+            await self._send(message, reply)
+
+    async def _send(self, message: discord.Message, reply: Reply) -> None:
+        parts = split_message(reply.text)
+        if not parts:
+            return
+        first, *rest = parts
+        reference = message.to_reference(fail_if_not_exists=False)
+        await message.channel.send(first.text, reference=reference, allowed_mentions=NO_MENTIONS)
+        for part in rest:
+            await message.channel.send(part.text, allowed_mentions=NO_MENTIONS)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        incoming = self._incoming(payload.message)
+        if incoming is None or incoming.message_id is None:
+            return
+        await self._engine.edit_message(incoming.conversation, incoming.message_id, incoming.text)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self._forget(payload.guild_id, payload.channel_id, [payload.message_id])
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self._forget(payload.guild_id, payload.channel_id, sorted(payload.message_ids))
+
+    async def _forget(self, guild_id: int | None, channel_id: int, message_ids: list[int]) -> None:
+        conversation = conversation_of(
+            guild_id=guild_id, channel_id=channel_id, channel=self.get_channel(channel_id)
+        )
+        for message_id in message_ids:
+            await self._engine.delete_message(conversation, str(message_id))
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        log.exception("Discord event %s failed", event_method)

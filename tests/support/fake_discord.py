@@ -1,0 +1,582 @@
+"""A local fake Discord: REST and gateway on 127.0.0.1, enough of both to drive discord.py.
+
+discord.py reads its endpoints from ``discord.http.Route.BASE`` and
+``discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY``; :func:`pointed_at` sets both for the
+duration of a test. The fake logs the bot in (HELLO, IDENTIFY, READY, GUILD_CREATE), delivers
+events a test dispatches, records what the bot sends, and can answer one request with a 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Self, TypeVar
+
+import discord
+import yarl
+from aiohttp import WSMsgType, web
+
+JSON = dict[str, Any]
+T = TypeVar("T")
+API = "/api/v10"
+MESSAGE_CONTENT_INTENT = 1 << 15
+EVERYONE_PERMISSIONS = discord.Permissions(
+    view_channel=True,
+    send_messages=True,
+    send_messages_in_threads=True,
+    read_message_history=True,
+    use_application_commands=True,
+).value
+_ids = itertools.count(1_300_000_000_000_000_000)
+
+
+async def eventually(condition: Callable[[], bool | Awaitable[bool]], within: float = 10) -> None:
+    """Poll ``condition`` until it holds: for effects with no event to wait on (the store)."""
+    async with asyncio.timeout(within):
+        while True:
+            result = condition()
+            if result if isinstance(result, bool) else await result:
+                return
+            await asyncio.sleep(0.01)
+
+
+def snowflake() -> str:
+    return str(next(_ids))
+
+
+def user_payload(
+    user_id: int, name: str, *, bot: bool = False, global_name: str | None = None
+) -> JSON:
+    return {
+        "id": str(user_id),
+        "username": name.lower(),
+        "global_name": global_name if global_name is not None else name,
+        "discriminator": "0",
+        "avatar": None,
+        "bot": bot,
+    }
+
+
+@dataclass(frozen=True)
+class Person:
+    id: int
+    name: str
+    """The global display name."""
+    nick: str | None = None
+    """A server nickname, which wins over ``name``."""
+    bot: bool = False
+    permissions: discord.Permissions = field(
+        default_factory=lambda: discord.Permissions(EVERYONE_PERMISSIONS)
+    )
+
+    @property
+    def user(self) -> JSON:
+        return user_payload(self.id, self.name, bot=self.bot)
+
+    def member(self) -> JSON:
+        return {
+            "user": self.user,
+            "nick": self.nick,
+            "roles": [],
+            "joined_at": "2026-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "pending": False,
+            "permissions": str(self.permissions.value),
+        }
+
+
+@dataclass
+class Sent:
+    """A message the bot sent to a channel."""
+
+    channel_id: int
+    content: str
+    body: JSON
+
+    @property
+    def allowed_mentions(self) -> JSON | None:
+        value = self.body.get("allowed_mentions")
+        return value if isinstance(value, dict) else None
+
+
+@dataclass
+class FakeGuild:
+    id: int
+    name: str
+    channels: dict[int, str]
+    """Text channel ids and names."""
+    threads: dict[int, tuple[int, str]] = field(default_factory=dict)
+    """Thread ids and their (parent id, name)."""
+
+    def payload(self, bot: Person) -> JSON:
+        channels = [
+            {
+                "id": str(cid),
+                "type": 0,
+                "guild_id": str(self.id),
+                "name": name,
+                "position": i,
+                "permission_overwrites": [],
+                "nsfw": False,
+                "parent_id": None,
+                "topic": None,
+                "last_message_id": None,
+                "rate_limit_per_user": 0,
+            }
+            for i, (cid, name) in enumerate(self.channels.items())
+        ]
+        threads = [
+            {
+                "id": str(tid),
+                "type": 11,
+                "guild_id": str(self.id),
+                "parent_id": str(parent),
+                "owner_id": str(bot.id),
+                "name": name,
+                "message_count": 0,
+                "member_count": 1,
+                "rate_limit_per_user": 0,
+                "last_message_id": None,
+                "thread_metadata": {
+                    "archived": False,
+                    "auto_archive_duration": 1440,
+                    "archive_timestamp": "2026-01-01T00:00:00+00:00",
+                    "locked": False,
+                },
+            }
+            for tid, (parent, name) in self.threads.items()
+        ]
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "icon": None,
+            "owner_id": "1",
+            "roles": [
+                {
+                    "id": str(self.id),
+                    "name": "@everyone",
+                    "permissions": str(EVERYONE_PERMISSIONS),
+                    "position": 0,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": False,
+                }
+            ],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "member_count": 3,
+            "large": False,
+            "unavailable": False,
+            "members": [bot.member()],
+            "channels": channels,
+            "threads": threads,
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+            "joined_at": "2026-01-01T00:00:00+00:00",
+            "premium_tier": 0,
+            "mfa_level": 0,
+            "verification_level": 0,
+            "explicit_content_filter": 0,
+            "default_message_notifications": 0,
+            "system_channel_flags": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+        }
+
+
+class FakeDiscord:
+    def __init__(
+        self,
+        *,
+        guilds: list[FakeGuild] | None = None,
+        bot: Person | None = None,
+        application_id: int = 901,
+        grant_message_content: bool = True,
+        token: str = "fake.bot.token",
+    ) -> None:
+        self.token = token
+        self.bot = bot or Person(900, "Memory Bot", bot=True)
+        self.application_id = application_id
+        self.guilds = guilds or []
+        self.grant_message_content = grant_message_content
+        self.sent: list[Sent] = []
+        self.typing: list[int] = []
+        self.requests: list[tuple[str, str]] = []
+        self.command_syncs: list[tuple[str, list[JSON]]] = []
+        """(scope, commands): scope is "global" or the guild id."""
+        self.callbacks: list[JSON] = []
+        self.followups: list[JSON] = []
+        self.deleted_originals: list[str] = []
+        self.identify: JSON | None = None
+        self.rate_limited: list[str] = []
+        self._rate_limit: re.Pattern[str] | None = None
+        self._ws: web.WebSocketResponse | None = None
+        self._seq = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+        self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", API + "/{tail:.*}", self._rest)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._ws is not None and not self._ws.closed:
+            await self._ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @classmethod
+    def start_in_thread(cls, **options: Any) -> FakeDiscord:
+        """Serve from a daemon thread's event loop (for the bot run as a process)."""
+        fake = cls(**options)
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-discord", daemon=True)
+        thread.start()
+        fake._thread = (loop, thread)
+        fake.call(fake.__aenter__())
+        return fake
+
+    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the fake's own loop (threaded mode) and return its result."""
+        assert self._thread is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._thread[0]).result(timeout=30)
+
+    def stop(self) -> None:
+        assert self._thread is not None
+        loop, thread = self._thread
+        try:
+            self.call(self.__aexit__(None, None, None))
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+            loop.close()
+            self._thread = None
+
+    @property
+    def api_base(self) -> str:
+        return self.url + API
+
+    @property
+    def gateway_url(self) -> str:
+        return self.url.replace("http://", "ws://") + "/gateway"
+
+    @contextmanager
+    def pointed_at(self) -> Iterator[None]:
+        """discord.py talks to this fake (a process-wide setting) until the block ends."""
+        base, gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+        discord.http.Route.BASE = self.api_base
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
+        try:
+            yield
+        finally:
+            discord.http.Route.BASE = base
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
+
+    def rate_limit_once(self, method: str, path: str) -> None:
+        """The next request matching ``method`` and the ``path`` regex gets a 429."""
+        self._rate_limit = re.compile(f"^{method} {path}$")
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def dispatch(self, event: str, data: JSON) -> None:
+        assert self._ws is not None, "the bot is not connected"
+        await self._ws.send_str(json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data}))
+
+    def message(
+        self,
+        author: Person,
+        content: str,
+        *,
+        channel_id: int,
+        guild_id: int | None,
+        mentions: tuple[Person, ...] = (),
+        reply_to: JSON | None = None,
+    ) -> JSON:
+        payload: JSON = {
+            "id": snowflake(),
+            "channel_id": str(channel_id),
+            "author": author.user,
+            "content": content,
+            "timestamp": datetime.now(UTC).isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [{**p.user, "member": p.member()} for p in mentions],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 19 if reply_to else 0,
+            "flags": 0,
+        }
+        if guild_id is not None:
+            payload["guild_id"] = str(guild_id)
+            member = author.member()
+            member.pop("user")
+            payload["member"] = member
+        if reply_to is not None:
+            payload["message_reference"] = {
+                "message_id": reply_to["id"],
+                "channel_id": reply_to["channel_id"],
+                "guild_id": reply_to.get("guild_id"),
+                "type": 0,
+            }
+            payload["referenced_message"] = reply_to
+        return payload
+
+    async def say(self, author: Person, content: str, **kw: Any) -> JSON:
+        payload = self.message(author, content, **kw)
+        await self.dispatch("MESSAGE_CREATE", payload)
+        return payload
+
+    async def edit(self, original: JSON, content: str) -> JSON:
+        edited = {**original, "content": content, "edited_timestamp": datetime.now(UTC).isoformat()}
+        await self.dispatch("MESSAGE_UPDATE", edited)
+        return edited
+
+    async def delete(self, original: JSON) -> None:
+        data = {"id": original["id"], "channel_id": original["channel_id"]}
+        if "guild_id" in original:
+            data["guild_id"] = original["guild_id"]
+        await self.dispatch("MESSAGE_DELETE", data)
+
+    async def command(
+        self,
+        user: Person,
+        name: str,
+        options: dict[str, str] | None = None,
+        *,
+        channel_id: int,
+        guild_id: int | None,
+        target: JSON | None = None,
+    ) -> JSON:
+        """An application command interaction; with ``target``, a message context menu."""
+        data: JSON = {"id": snowflake(), "name": name, "type": 1}
+        if options:
+            data["options"] = [{"name": k, "type": 3, "value": v} for k, v in options.items()]
+        if target is not None:
+            data.update(
+                type=3, target_id=target["id"], resolved={"messages": {target["id"]: target}}
+            )
+        payload: JSON = {
+            "id": snowflake(),
+            "application_id": str(self.application_id),
+            "type": 2,
+            "data": data,
+            "channel_id": str(channel_id),
+            "channel": {"id": str(channel_id), "type": 0 if guild_id else 1},
+            "token": f"token-{snowflake()}",
+            "version": 1,
+            "locale": "en-US",
+            "app_permissions": str(discord.Permissions.all().value),
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "context": 0 if guild_id else 1,
+            "attachment_size_limit": 10 * 1024 * 1024,
+        }
+        if guild_id is not None:
+            payload["guild_id"] = str(guild_id)
+            payload["guild_locale"] = "en-US"
+            payload["member"] = user.member()
+        else:
+            payload["user"] = user.user
+        await self.dispatch("INTERACTION_CREATE", payload)
+        return payload
+
+    # -- waiting --------------------------------------------------------------------------
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Wait (up to 10 s) until ``condition()`` holds, e.g. on what the bot sent."""
+        await eventually(condition)
+
+    async def sent_count(self, count: int) -> list[Sent]:
+        await self.until(lambda: len(self.sent) >= count)
+        return self.sent
+
+    # -- gateway --------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._ws = ws
+        await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
+        async for frame in ws:
+            if frame.type is not WSMsgType.TEXT:
+                continue
+            message = json.loads(frame.data)
+            if message["op"] == 1:
+                await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+            elif message["op"] == 2:
+                await self._identified(ws, message["d"])
+        return ws
+
+    async def _identified(self, ws: web.WebSocketResponse, identify: JSON) -> None:
+        self.identify = identify
+        if identify["intents"] & MESSAGE_CONTENT_INTENT and not self.grant_message_content:
+            await ws.close(code=4014, message=b"Disallowed intent(s).")
+            return
+        ready = {
+            "v": 10,
+            "user": self.bot.user,
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
+            "session_id": "fake-session",
+            "resume_gateway_url": self.gateway_url,
+            "application": {"id": str(self.application_id), "flags": 0},
+            "private_channels": [],
+        }
+        await self.dispatch("READY", ready)
+        for guild in self.guilds:
+            await self.dispatch("GUILD_CREATE", guild.payload(self.bot))
+
+    # -- REST -----------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["tail"]
+        method = request.method
+        self.requests.append((method, path))
+        body: Any = None
+        if request.can_read_body and request.content_type == "application/json":
+            body = await request.json()
+        if self._rate_limit is not None and self._rate_limit.match(f"{method} {path}"):
+            self._rate_limit = None
+            self.rate_limited.append(f"{method} {path}")
+            return self._json(
+                {"message": "You are being rate limited.", "retry_after": 0.05, "global": False},
+                status=429,
+                headers={"Via": "1.1 google", "Retry-After": "1"},
+            )
+        if path == "/users/@me" and request.headers.get("Authorization") != f"Bot {self.token}":
+            return self._json({"message": "401: Unauthorized", "code": 0}, status=401)
+        for pattern, handler in self._routes():
+            match = re.fullmatch(pattern, f"{method} {path}")
+            if match:
+                return handler(request, body, *match.groups())
+        return self._json({"message": f"fake Discord has no {method} {path}", "code": 0}, 404)
+
+    def _routes(self) -> list[tuple[str, Callable[..., web.StreamResponse]]]:
+        return [
+            (r"GET /users/@me", lambda r, b: self._json(self.bot.user)),
+            (r"GET /oauth2/applications/@me", lambda r, b: self._json(self._application())),
+            (r"PUT /applications/\d+/commands", lambda r, b: self._sync("global", b)),
+            (r"PUT /applications/\d+/guilds/(\d+)/commands", lambda r, b, g: self._sync(g, b)),
+            (r"POST /channels/(\d+)/messages", self._send),
+            (r"POST /channels/(\d+)/typing", self._typing),
+            (r"POST /interactions/(\d+)/([^/]+)/callback", self._callback),
+            (r"POST /webhooks/\d+/([^/]+)", self._followup),
+            (r"DELETE /webhooks/\d+/([^/]+)/messages/@original", self._delete_original),
+        ]
+
+    def _json(
+        self, data: Any, status: int = 200, headers: dict[str, str] | None = None
+    ) -> web.Response:
+        return web.Response(
+            status=status,
+            body=json.dumps(data).encode(),
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
+
+    def _application(self) -> JSON:
+        return {
+            "id": str(self.application_id),
+            "name": self.bot.name,
+            "description": "",
+            "icon": None,
+            "bot_public": True,
+            "bot_require_code_grant": False,
+            "owner": user_payload(1, "Owner"),
+            "verify_key": "0" * 64,
+            # GATEWAY_MESSAGE_CONTENT_LIMITED: the intent is on in the Developer Portal.
+            "flags": (1 << 19) if self.grant_message_content else 0,
+        }
+
+    def _sync(self, scope: str, commands: list[JSON]) -> web.Response:
+        self.command_syncs.append((scope, commands))
+        created = [
+            {
+                "description": "",
+                **c,
+                "id": snowflake(),
+                "application_id": str(self.application_id),
+                "version": "1",
+            }
+            for c in commands
+        ]
+        return self._json(created)
+
+    def _message_out(self, channel_id: str, body: JSON) -> JSON:
+        return {
+            "id": snowflake(),
+            "channel_id": channel_id,
+            "author": self.bot.user,
+            "content": body.get("content") or "",
+            "timestamp": datetime.now(UTC).isoformat(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": body.get("flags", 0),
+        }
+
+    def _send(self, request: web.Request, body: JSON, channel_id: str) -> web.Response:
+        self.sent.append(Sent(int(channel_id), body.get("content") or "", body))
+        return self._json(self._message_out(channel_id, body))
+
+    def _typing(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
+        self.typing.append(int(channel_id))
+        return web.Response(status=204)
+
+    def _callback(
+        self, request: web.Request, body: JSON, interaction_id: str, token: str
+    ) -> web.Response:
+        self.callbacks.append({"interaction_id": interaction_id, "token": token, **body})
+        flags = (body.get("data") or {}).get("flags", 0)
+        return self._json(
+            {
+                "interaction": {
+                    "id": interaction_id,
+                    "type": 2,
+                    "response_message_id": snowflake(),
+                    "response_message_loading": body["type"] == 5,
+                    "response_message_ephemeral": bool(flags & 64),
+                },
+                "resource": None,
+            }
+        )
+
+    def _followup(self, request: web.Request, body: JSON, token: str) -> web.Response:
+        self.followups.append({"token": token, **body})
+        return self._json(self._message_out("0", body))
+
+    def _delete_original(self, request: web.Request, body: Any, token: str) -> web.Response:
+        self.deleted_originals.append(token)
+        return web.Response(status=204)
