@@ -10,10 +10,11 @@ import pytest
 
 from bot.app import open_app
 from bot.config import parse_config
+from bot.platforms import PlatformError
 from bot.slack_adapter.platform import SlackPlatform
 from tests.conftest import config_dict
 from tests.support.fake_llm import FakeLLM
-from tests.support.fake_slack import BOT_USER, TEAM, FakeSlack
+from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_APP_TOKEN": "xapp-test-token"}
 
@@ -79,3 +80,17 @@ async def test_socket_mode_slash_command_is_acked_then_answered(
     await platform.listeners.settle()
     (response,) = fake.responses
     assert "Pinned #1: the office closes at 6" in response.params["text"]
+
+
+async def test_a_refused_app_token_stops_start_with_one_line(tmp_path: Path, llm: FakeLLM) -> None:
+    async with FakeSlack() as fake:
+        fake.fail("apps.connections.open", Failure(error="invalid_auth"))
+        slack = {"enabled": True, "mode": "socket", "api_base_url": fake.api_url}
+        raw = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack)
+        async with open_app(parse_config(raw, ENV)) as app:
+            platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
+            with pytest.raises(
+                PlatformError, match=r"apps\.connections\.open failed: invalid_auth"
+            ):
+                await platform.start()
+            await platform.stop()

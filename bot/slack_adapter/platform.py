@@ -7,6 +7,7 @@ import logging
 import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
@@ -99,9 +100,23 @@ class SlackPlatform:
             self.port = runner.addresses[0][1]
             log.info("slack: serving %s on %s:%d", EVENTS_PATH, self.settings.host, self.port)
         else:
-            self._socket = AsyncSocketModeHandler(app, app_token=self.settings.app_token)
-            await self._socket.connect_async()  # type: ignore[no-untyped-call]
+            self._socket = await self._open_socket(app, client)
         self._connected = True
+
+    async def _open_socket(self, app: AsyncApp, client: AsyncWebClient) -> AsyncSocketModeHandler:
+        """Connect in Socket Mode. The first websocket URL is asked for here, so a refused app
+        token stops ``bot run`` with one line instead of slack_sdk's endless retries."""
+        try:
+            opened = await client.apps_connections_open(app_token=self.settings.app_token or "")
+        except SlackApiError as exc:
+            raise PlatformError(
+                f"slack: apps.connections.open failed: {exc.response.get('error')} "
+                "(SLACK_APP_TOKEN must be an xapp- token with connections:write)"
+            ) from None
+        handler = AsyncSocketModeHandler(app, app_token=self.settings.app_token)
+        handler.client.wss_uri = str(opened["url"])
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        return handler
 
     async def stop(self) -> None:
         """Stop taking events, give in-flight replies a moment, disconnect."""
