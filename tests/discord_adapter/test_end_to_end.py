@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import bot
 from tests.conftest import is_summary_request
 from tests.discord_adapter.conftest import (
     ANA,
@@ -28,10 +27,6 @@ def chat_bodies(llm: FakeLLM) -> list[dict[str, Any]]:
 
 def turns(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"][1:]]
-
-
-def test_bot_is_imported_from_this_worktree() -> None:
-    assert "wt-discord" in bot.__file__
 
 
 async def test_two_channels_and_a_thread_get_their_own_prompts_with_shared_pins(
