@@ -3,10 +3,8 @@ real SQLite and the local OpenAI-compatible server."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import bot
 from tests.conftest import is_summary_request
 from tests.discord_adapter.conftest import (
     ANA,
@@ -29,11 +27,6 @@ def chat_bodies(llm: FakeLLM) -> list[dict[str, Any]]:
 
 def turns(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"][1:]]
-
-
-def test_bot_is_imported_from_this_worktree() -> None:
-    # this checkout's bot package, whichever worktree it is (not a hard-coded folder name)
-    assert Path(bot.__file__).resolve().parents[1] == Path(__file__).resolve().parents[2]
 
 
 async def test_two_channels_and_a_thread_get_their_own_prompts_with_shared_pins(
