@@ -20,8 +20,8 @@ each per round, so that a slow spell of a shared machine lands on every size ali
 
 Run from the repository root::
 
-    /work/venv/bin/python bench/engine_speed.py
-    /work/venv/bin/python bench/engine_speed.py --sizes 100 100000 --turns 500 --profile
+    .venv/bin/python bench/engine_speed.py
+    .venv/bin/python bench/engine_speed.py --sizes 100 100000 --turns 500 --profile
 """
 
 from __future__ import annotations
