@@ -153,7 +153,7 @@ class Engine:
             except LLMError as exc:
                 log.warning("chat model failed for %s: %s", conversation.key, exc)
                 return Reply(exc.user_message, kind=ReplyKind.ERROR)
-            await self.store.add_message(
+            answer = await self.store.add_message(
                 conversation=conversation,
                 role=Role.ASSISTANT,
                 author_id="assistant",
@@ -176,7 +176,7 @@ class Engine:
             )
         if self._needs_summary(prompt):
             self.schedule_summary(conversation)
-        return Reply(completion.text)
+        return Reply(completion.text, stored_id=answer.id)
 
     async def _answer(
         self, conversation: Conversation, stored: StoredMessage
@@ -216,6 +216,15 @@ class Engine:
             message_id=message_id,
             content=text,
             tokens=await self.count(render_content(found.role, found.author_name, text)),
+        )
+
+    async def attach_message_id(
+        self, conversation: Conversation, stored_id: int, message_id: str
+    ) -> bool:
+        """Give a stored answer the platform id it got when sent, so that the platform's
+        edits and deletions of it reach memory."""
+        return await self.store.set_message_id(
+            conversation_key=conversation.key, stored_id=stored_id, message_id=message_id
         )
 
     async def copy_message(

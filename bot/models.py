@@ -99,6 +99,9 @@ class Reply:
     kind: ReplyKind = ReplyKind.ANSWER
     ephemeral: bool = False
     """Shown only to the person who asked, where the platform can."""
+    stored_id: int | None = None
+    """The stored answer's id, for :meth:`bot.engine.Engine.attach_message_id` once the
+    platform has given the sent reply an id."""
 
 
 class StoredMessage(NamedTuple):

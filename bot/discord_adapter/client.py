@@ -13,7 +13,7 @@ from bot.discord_adapter.render import split_message
 from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
 from bot.discord_adapter.translate import to_incoming
 from bot.engine import Engine
-from bot.models import IncomingMessage, Reply
+from bot.models import Conversation, IncomingMessage, Reply
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +71,22 @@ class MemoryClient(discord.Client):
         async with message.channel.typing():
             reply = await self._engine.handle_message(incoming)
         if reply is not None:
-            await self._send(message, reply)
+            await self._send(message, reply, incoming.conversation)
 
-    async def _send(self, message: discord.Message, reply: Reply) -> None:
+    async def _send(
+        self, message: discord.Message, reply: Reply, conversation: Conversation
+    ) -> None:
         parts = split_message(reply.text)
         if not parts:
             return
         first, *rest = parts
         reference = message.to_reference(fail_if_not_exists=False)
-        await message.channel.send(first.text, reference=reference, allowed_mentions=NO_MENTIONS)
+        sent = await message.channel.send(
+            first.text, reference=reference, allowed_mentions=NO_MENTIONS
+        )
+        if reply.stored_id is not None:
+            # Deleting or editing the answer's first message in Discord reaches memory.
+            await self._engine.attach_message_id(conversation, reply.stored_id, str(sent.id))
         for part in rest:
             await message.channel.send(part.text, allowed_mentions=NO_MENTIONS)
 

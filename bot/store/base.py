@@ -75,6 +75,10 @@ class Store(Protocol):
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
 
+    async def set_message_id(
+        self, *, conversation_key: str, stored_id: int, message_id: str
+    ) -> bool: ...
+
     async def find_message(
         self, *, conversation_key: str, message_id: str
     ) -> StoredMessage | None: ...

@@ -260,6 +260,15 @@ class SqliteStore:
         )
         return changed > 0
 
+    async def set_message_id(
+        self, *, conversation_key: str, stored_id: int, message_id: str
+    ) -> bool:
+        changed = await self._write(
+            "UPDATE messages SET platform_message_id = ? WHERE conversation = ? AND id = ?",
+            (message_id, conversation_key, stored_id),
+        )
+        return changed > 0
+
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool:
         changed = await self._write(
             "DELETE FROM messages WHERE conversation = ? AND platform_message_id = ?",

@@ -161,6 +161,29 @@ async def test_edits_and_deletions_update_memory(
         assert await app.store.count_messages(conversation_key=key) == 3
 
 
+async def test_deleting_the_bots_answer_removes_it_from_memory(
+    start_bot: StartBot, discord_fake: FakeDiscord, llm: FakeLLM
+) -> None:
+    fake = discord_fake
+    key = f"discord:{GUILD}:{GENERAL}"
+    async with start_bot() as (app, _):
+        where = {"channel_id": GENERAL, "guild_id": GUILD}
+        await fake.say(ANA, f"<@{BOT.id}> first question", mentions=(BOT,), **where)
+        (answer,) = await fake.sent_count(1)
+        await eventually(
+            lambda: app.store.find_message(conversation_key=key, message_id=answer.message["id"])
+        )
+        await fake.delete({**answer.message, "guild_id": str(GUILD)})
+        await eventually(lambda: _gone(app, key, answer.message["id"]))
+        await fake.say(ANA, f"<@{BOT.id}> second", mentions=(BOT,), **where)
+        await fake.sent_count(2)
+        assert turns(chat_bodies(llm)[-1]) == ["[Ana N] first question", "[Ana N] second"]
+
+
+async def _gone(app: Any, key: str, message_id: str) -> bool:
+    return await app.store.find_message(conversation_key=key, message_id=message_id) is None
+
+
 async def _equals(value: Any, expected: list[str]) -> bool:
     return bool(await value == expected)
 

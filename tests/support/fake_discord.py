@@ -101,6 +101,8 @@ class Sent:
     channel_id: int
     content: str
     body: JSON
+    message: JSON
+    """The message as the fake created it (its id, to edit or delete it later)."""
 
     @property
     def allowed_mentions(self) -> JSON | None:
@@ -548,8 +550,9 @@ class FakeDiscord:
         }
 
     def _send(self, request: web.Request, body: JSON, channel_id: str) -> web.Response:
-        self.sent.append(Sent(int(channel_id), body.get("content") or "", body))
-        return self._json(self._message_out(channel_id, body))
+        message = self._message_out(channel_id, body)
+        self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message))
+        return self._json(message)
 
     def _typing(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
         self.typing.append(int(channel_id))
