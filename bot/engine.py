@@ -231,9 +231,12 @@ class Engine:
         self, message_id: str, *, source: Conversation, into: Conversation
     ) -> bool:
         """Store a copy of a stored message in another conversation (a thread starts with the
-        channel message it hangs from); False when ``source`` has no such message."""
+        channel message it hangs from); False when ``source`` has no such message or ``into``
+        already has it (after a restart, say)."""
         found = await self.store.find_message(conversation_key=source.key, message_id=message_id)
         if found is None:
+            return False
+        if await self.store.find_message(conversation_key=into.key, message_id=message_id):
             return False
         await self.store.add_message(
             conversation=into,

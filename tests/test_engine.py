@@ -474,3 +474,13 @@ async def test_stats_warns_past_the_threshold(make_config: ConfigFactory, llm: F
             await app.engine.handle_message(said(f"message {i} " + "filler " * 10))
         loud = await run_command(app.engine, command("stats"))
     assert "Warning: the prompt is past 80% of the budget" in loud.text
+
+
+async def test_a_thread_starts_with_one_copy_of_its_root(app: App, llm: FakeLLM) -> None:
+    root = IncomingMessage(GENERAL, "bo", "Bo", "shall we ship friday?", False, message_id="r1")
+    await app.engine.handle_message(root)
+    thread = Conversation("console", "local", "general", thread="r1")
+    assert await app.engine.copy_message("r1", source=GENERAL, into=thread)
+    assert not await app.engine.copy_message("r1", source=GENERAL, into=thread)  # seeded once
+    await app.engine.handle_message(said("yes", where=thread))
+    assert contents(chat_bodies(llm)[-1])[1:] == ["[Bo] shall we ship friday?", "[Ana] yes"]
