@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from bot import __version__
@@ -15,7 +15,8 @@ from bot.config import Config, ConfigError, config_path, load_config
 from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
-from bot.store.sqlite import DatabaseError
+from bot.store.archive import ArchiveError, dump_lines, parse_lines
+from bot.store.sqlite import DatabaseError, SqliteStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -52,7 +53,28 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a console channel name or a conversation key such as slack:T1:C1",
     )
+    backup = commands.add_parser(
+        "backup", parents=[common], help="copy the database consistently, even while it runs"
+    )
+    backup.add_argument("path", metavar="PATH", type=Path, help="where to write the copy")
+    export = commands.add_parser(
+        "export", parents=[common], help="write messages, pins and summaries as JSON Lines"
+    )
+    export.add_argument("--channel", metavar="NAME|KEY", help="one channel (and its threads)")
+    export.add_argument("--output", "-o", metavar="FILE", type=Path, help="default: stdout")
+    imp = commands.add_parser("import", parents=[common], help="read back what export wrote")
+    imp.add_argument("file", metavar="FILE", nargs="?", type=Path, help="default: stdin")
+    reset = commands.add_parser(
+        "reset", parents=[common], help="forget a conversation's messages and summary"
+    )
+    reset.add_argument("--channel", metavar="NAME|KEY", required=True)
+    reset.add_argument("--pins", action="store_true", help="its channel's pins too")
     return parser
+
+
+def _conversation(value: str) -> Conversation:
+    """A console channel name, or a conversation key such as ``slack:T1:C1``."""
+    return Conversation.from_key(value) if ":" in value else Conversation.console(value)
 
 
 def _channel_name(value: str) -> str:
@@ -82,6 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int:
+    if args.command in _STORE_COMMANDS:
+        store = await SqliteStore.open(
+            config.storage.path, busy_timeout_ms=config.storage.busy_timeout_ms
+        )
+        try:
+            return await _STORE_COMMANDS[args.command](store, args)
+        finally:
+            await store.close()
     async with open_app(config) as app:
         if args.command == "run":
             try:
@@ -118,9 +148,7 @@ async def _stats(app: App, channel: str | None) -> int:
 
     if channel:
         try:
-            conversation = (
-                Conversation.from_key(channel) if ":" in channel else Conversation.console(channel)
-            )
+            conversation = _conversation(channel)
         except ValueError as exc:
             print(f"bot stats: --channel: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -135,3 +163,62 @@ async def _stats(app: App, channel: str | None) -> int:
     for row in rows:
         print(f"{row.key:<{width}}  {row.messages:>8,}  {row.tokens:>10,}  {row.pins:>4}")
     return EXIT_OK
+
+
+async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
+    await store.backup(args.path)
+    print(f"backed up {store.path} to {args.path}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
+    channel_key = None
+    if args.channel:
+        try:
+            channel_key = _conversation(args.channel).channel_key
+        except ValueError as exc:
+            print(f"bot export: --channel: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    records = await store.export_records(channel_key=channel_key)
+    if args.output:
+        with args.output.open("w", encoding="utf-8") as out:
+            out.writelines(dump_lines(records))
+    else:
+        sys.stdout.writelines(dump_lines(records))
+    print(f"exported {len(records)} records", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
+    try:
+        if args.file:
+            with args.file.open(encoding="utf-8") as source:
+                records = parse_lines(source)
+        else:
+            records = parse_lines(sys.stdin)
+        count = await store.import_records(records)
+    except (ArchiveError, OSError) as exc:
+        print(f"bot import: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"imported {count} records", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _reset(store: SqliteStore, args: argparse.Namespace) -> int:
+    try:
+        conversation = _conversation(args.channel)
+    except ValueError as exc:
+        print(f"bot reset: --channel: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    deleted = await store.reset(conversation=conversation, include_pins=args.pins)
+    pins = " and its channel's pins" if args.pins else ""
+    print(f"reset {conversation.key}: {deleted} messages deleted{pins}")
+    return EXIT_OK
+
+
+_STORE_COMMANDS: dict[str, Callable[[SqliteStore, argparse.Namespace], Awaitable[int]]] = {
+    "backup": _backup,
+    "export": _export,
+    "import": _import,
+    "reset": _reset,
+}

@@ -12,6 +12,7 @@ from typing import Any
 import aiosqlite
 
 from bot.models import Conversation, Pin, Role, StoredMessage, Summary, render_content
+from bot.store import archive
 from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
 
 _MIGRATIONS: tuple[str, ...] = (
@@ -532,6 +533,22 @@ class SqliteStore:
                     [(count(r[1]), r[0]) for r in rows],
                 )
         return updated
+
+    async def backup(self, target: Path) -> None:
+        """A consistent copy of the database at ``target``, taken while the bot runs."""
+        async with self._write_lock:
+            await archive.backup(self._db, target)
+
+    async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
+        """One channel's conversations, messages, pins and summaries (all, when None)."""
+        async with self._write_lock:
+            return await archive.export_records(self._db, channel_key=channel_key)
+
+    async def import_records(self, records: list[dict[str, Any]]) -> int:
+        async with self._write_lock:
+            count = await archive.import_records(self._db, records)
+        self._known.clear()
+        return count
 
     async def integrity_check(self) -> str:
         rows = await self._db.execute_fetchall("PRAGMA quick_check")
