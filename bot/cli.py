@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    setup_logging(config.logging.level, os.environ)
+    setup_logging(config.logging.level, os.environ, config.logging.format)
     try:
         return asyncio.run(_dispatch(args, config, path))
     except DatabaseError as exc:

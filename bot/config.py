@@ -83,6 +83,8 @@ class StorageConfig(_Section):
 
 class LoggingConfig(_Section):
     level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    format: Literal["text", "json"] = "text"
+    """text: one readable line per event; json: one JSON object per line."""
 
 
 class SlackMode(StrEnum):

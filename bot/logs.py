@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Iterable, Mapping
@@ -44,11 +45,39 @@ class RedactSecrets(logging.Filter):
         return True
 
 
-def setup_logging(level: str, env: Mapping[str, str]) -> None:
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and the traceback if any.
+
+    The record's text is taken after :class:`RedactSecrets` has run, so no secret appears.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        return json.dumps(entry, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    """One line per event: a traceback's newlines are escaped, so a line is an event."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).replace("\n", "\\n")
+
+
+def setup_logging(level: str, env: Mapping[str, str], fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
-    )
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(RedactSecrets(env[name] for name in SECRET_ENV_VARS if env.get(name)))
     root = logging.getLogger()
     root.handlers[:] = [handler]
