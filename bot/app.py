@@ -13,6 +13,8 @@ from bot.calibration import Calibrator
 from bot.config import Config
 from bot.engine import Engine
 from bot.llm import OpenAIChatModel, make_client
+from bot.metrics import PrometheusObserver
+from bot.observe import NoObserver, ObservedChatModel, Observer
 from bot.store.sqlite import SqliteStore
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer, install_encodings
@@ -28,6 +30,9 @@ class App:
     engine: Engine
     chat: OpenAIChatModel
     summary: OpenAIChatModel
+    observer: Observer
+    metrics: PrometheusObserver | None
+    """Set when the config enables the HTTP endpoint (``http.port``)."""
 
 
 def summary_api_key(config: Config) -> str | None:
@@ -71,6 +76,8 @@ async def open_app(config: Config) -> AsyncIterator[App]:
             clients.append(summary_client)
         chat = OpenAIChatModel(chat_client, llm.chat_model, temperature=llm.temperature)
         summary = OpenAIChatModel(summary_client, llm.summary_model, temperature=None)
+        metrics = PrometheusObserver() if config.http.port is not None else None
+        observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
         if await store.get_meta(_ENCODING_KEY) != tokenizer.encoding_name:
             recounted = await store.retokenize(tokenizer.count)
@@ -83,19 +90,28 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         engine = Engine(
             config=config,
             store=store,
-            chat=chat,
+            chat=ObservedChatModel(chat, observer, purpose="chat"),
             summarizer=Summarizer(
                 store=store,
-                model=summary,
+                model=ObservedChatModel(summary, observer, purpose="summary"),
                 tokenizer=tokenizer,
                 memory=config.memory,
                 max_tokens=llm.summary_max_tokens,
             ),
             tokenizer=tokenizer,
             calibrator=calibrator,
+            observer=observer,
         )
         try:
-            yield App(config=config, store=store, engine=engine, chat=chat, summary=summary)
+            yield App(
+                config=config,
+                store=store,
+                engine=engine,
+                chat=chat,
+                summary=summary,
+                observer=observer,
+                metrics=metrics,
+            )
         finally:
             await engine.aclose()
     finally:

@@ -12,6 +12,7 @@ from pathlib import Path
 from bot import __version__
 from bot.app import App, open_app
 from bot.config import Config, ConfigError, config_path, load_config
+from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
@@ -115,7 +116,9 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
     async with open_app(config) as app:
         if args.command == "run":
             try:
-                await run_platforms(enabled_platforms(app))
+                platforms = enabled_platforms(app)
+                async with serve_http(app, platforms):
+                    await run_platforms(platforms)
             except PlatformError as exc:
                 print(f"bot run: {exc}", file=sys.stderr)
                 return EXIT_FAILED

@@ -87,6 +87,14 @@ class LoggingConfig(_Section):
     """text: one readable line per event; json: one JSON object per line."""
 
 
+class HttpConfig(_Section):
+    """The optional health and metrics endpoint (``/healthz``, ``/metrics``)."""
+
+    host: str = "0.0.0.0"
+    port: int | None = Field(default=None, ge=0, le=65535)
+    """None: no endpoint; 0: any free port (tests)."""
+
+
 class SlackMode(StrEnum):
     SOCKET = "socket"
     HTTP = "http"
@@ -159,6 +167,7 @@ class Config(_Section):
     memory: MemoryConfig = MemoryConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    http: HttpConfig = HttpConfig()
     slack: SlackConfig = SlackConfig()
     discord: DiscordConfig = DiscordConfig()
 

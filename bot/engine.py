@@ -26,6 +26,7 @@ from bot.models import (
     Summary,
     render_content,
 )
+from bot.observe import NoObserver, Observer
 from bot.store.base import Store
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer
@@ -77,6 +78,7 @@ class Engine:
         summarizer: Summarizer,
         tokenizer: ChatTokenizer,
         calibrator: Calibrator,
+        observer: Observer | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -84,6 +86,7 @@ class Engine:
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
+        self.observer: Observer = observer or NoObserver()
         self.assembler = Assembler(
             store=store,
             tokenizer=tokenizer,
@@ -112,7 +115,7 @@ class Engine:
         """Store a message without answering it."""
         text = clean_text(message.text)
         name = clean_text(message.author_name) or message.author_id
-        return await self.store.add_message(
+        stored = await self.store.add_message(
             conversation=message.conversation,
             role=Role.USER,
             author_id=message.author_id,
@@ -122,6 +125,8 @@ class Engine:
             message_id=message.message_id,
             created_at=message.sent_at.timestamp(),
         )
+        self.observer.message_in(platform=message.conversation.platform)
+        return stored
 
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""
@@ -149,6 +154,7 @@ class Engine:
             try:
                 prompt, completion = await self._answer(conversation, stored)
             except PromptTooLarge as exc:
+                self.observer.error(kind="prompt_too_large")
                 return Reply(str(exc), kind=ReplyKind.ERROR)
             except LLMError as exc:
                 log.warning("chat model failed for %s: %s", conversation.key, exc)
@@ -174,6 +180,8 @@ class Engine:
             await self.calibrator.observe(
                 self.chat.model, estimated=prompt.tokens, reported=completion.prompt_tokens
             )
+        self.observer.reply_out(platform=conversation.platform)
+        self.observer.context_fill(ratio=prompt.fill)
         if self._needs_summary(prompt):
             self.schedule_summary(conversation)
         return Reply(completion.text, stored_id=answer.id)
@@ -284,6 +292,7 @@ class Engine:
                 delay,
             )
         except Exception:
+            self.observer.error(kind="summary")
             log.exception("summary of %s failed", conversation.key)
 
     async def summarize(self, conversation: Conversation) -> Summary | None:
@@ -294,6 +303,7 @@ class Engine:
                 conversation, budget=self.budget(), before_turn=min(awaiting) if awaiting else None
             )
         if summary is not None:
+            self.observer.summary_made()
             self._summary_retry_at.pop(conversation.key, None)
             log.info(
                 "summarized %s: %d messages through turn %d (%s)",

@@ -550,6 +550,14 @@ class SqliteStore:
         self._known.clear()
         return count
 
+    async def ping(self) -> bool:
+        """Whether the database answers a query."""
+        try:
+            await self._db.execute_fetchall("SELECT 1 FROM meta LIMIT 1")
+        except Exception:
+            return False
+        return True
+
     async def integrity_check(self) -> str:
         rows = await self._db.execute_fetchall("PRAGMA quick_check")
         return str(next(iter(rows))[0])
