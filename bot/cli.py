@@ -65,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--output", "-o", metavar="FILE", type=Path, help="default: stdout")
     imp = commands.add_parser("import", parents=[common], help="read back what export wrote")
     imp.add_argument("file", metavar="FILE", nargs="?", type=Path, help="default: stdin")
+    commands.add_parser(
+        "health",
+        parents=[common],
+        help="ask the running bot's /healthz (exit 0 when healthy or no http.port is set)",
+    )
     reset = commands.add_parser(
         "reset", parents=[common], help="forget a conversation's messages and summary"
     )
@@ -95,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
     setup_logging(config.logging.level, os.environ, config.logging.format)
+    if args.command == "health":
+        return _health(config)
     try:
         return asyncio.run(_dispatch(args, config, path))
     except DatabaseError as exc:
@@ -225,3 +232,23 @@ _STORE_COMMANDS: dict[str, Callable[[SqliteStore, argparse.Namespace], Awaitable
     "import": _import,
     "reset": _reset,
 }
+
+
+def _health(config: Config) -> int:
+    """The container's HEALTHCHECK: the running bot's ``/healthz``, on this machine."""
+    import urllib.error
+    import urllib.request
+
+    if config.http.port is None:
+        print("no http.port configured; nothing to check")
+        return EXIT_OK
+    url = f"http://127.0.0.1:{config.http.port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            print(response.read().decode(), end="")
+            return EXIT_OK
+    except urllib.error.HTTPError as exc:
+        print(exc.read().decode(), end="")
+    except OSError as exc:
+        print(f"bot health: {url}: {exc}", file=sys.stderr)
+    return EXIT_FAILED

@@ -90,6 +90,19 @@ def test_run_serves_health_and_metrics(
     try:
         wait_for(lambda: fetch(f"{base}/healthz")[0] == 200, "a healthy bot")
         assert fetch(f"{base}/healthz") == (200, "database: ok\nslack: ok\n")
+        health = subprocess.run(
+            [sys.executable, "-m", "bot", "health", "--config", str(tmp_path / "config.yaml")],
+            env={
+                **os.environ,
+                "PYTHONPATH": str(ROOT),
+                "SLACK_BOT_TOKEN": BOT_TOKEN,
+                "SLACK_APP_TOKEN": APP_TOKEN,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (health.returncode, health.stdout) == (0, "database: ok\nslack: ok\n")
         mention(fake_slack_thread, "hello", "30.1")
         wait_for(lambda: fake_slack_thread.called("chat.update"), "the answer")
         status, metrics = fetch(f"{base}/metrics")

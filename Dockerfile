@@ -1,0 +1,43 @@
+# syntax=docker/dockerfile:1
+# channel-memory-bot: `bot run` as a non-root user, the database on the /data volume,
+# tiktoken's encodings baked in (the container never downloads them).
+
+FROM python:3.11-slim-bookworm AS build
+# TIKTOKEN_CACHE_DIR is a directory, not a secret (hadolint flags the word TOKEN).
+# hadolint ignore=DL3064
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    TIKTOKEN_CACHE_DIR=/opt/tiktoken
+WORKDIR /src
+RUN python -m venv /opt/venv
+# The pinned, hash-checked dependencies first: this layer is reused until the lock changes.
+COPY requirements.lock ./
+RUN /opt/venv/bin/pip install --require-hashes -r requirements.lock
+COPY pyproject.toml README.md ./
+COPY bot ./bot
+RUN /opt/venv/bin/pip install --no-deps . \
+    && /opt/venv/bin/python -c "from bot.tokens import install_encodings; install_encodings()" \
+    && /opt/venv/bin/python -c "import tiktoken; tiktoken.get_encoding('o200k_base'); tiktoken.get_encoding('cl100k_base')"
+
+FROM python:3.11-slim-bookworm
+# hadolint ignore=DL3064
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    TIKTOKEN_CACHE_DIR=/opt/tiktoken \
+    BOT_CONFIG=/etc/bot/config.yaml
+RUN groupadd --system --gid 10001 bot \
+    && useradd --system --uid 10001 --gid bot --home-dir /data --no-create-home bot \
+    && mkdir /data \
+    && chown bot:bot /data
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/tiktoken /opt/tiktoken
+# The reference config; mount your own over it (docker-compose.yml does).
+COPY config.yaml /etc/bot/config.yaml
+# storage.path `data/bot.sqlite3` is relative to the working directory: /data/bot.sqlite3.
+WORKDIR /
+VOLUME /data
+USER 10001:10001
+EXPOSE 9090
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 CMD ["bot", "health"]
+ENTRYPOINT ["bot"]
+CMD ["run"]
