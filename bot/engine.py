@@ -100,6 +100,8 @@ class Engine:
         # must not fold them, or the prompt built for them would miss them.
         self._awaiting: dict[str, set[int]] = {}
         self._summary_retry_at: dict[str, float] = {}
+        # Tasks answering a message right now, so that shutdown can finish or abandon them.
+        self._replying: set[asyncio.Task[object]] = set()
 
     # -- messages -------------------------------------------------------------------------
 
@@ -139,9 +141,14 @@ class Engine:
         if not message.addressed:
             return None
         self._awaiting.setdefault(conversation.key, set()).add(stored.id)
+        task = asyncio.current_task()
+        if task is not None:
+            self._replying.add(task)
         try:
             return await self._reply(conversation, stored, reply_id=message.reply_id)
         finally:
+            if task is not None:
+                self._replying.discard(task)
             awaiting = self._awaiting[conversation.key]
             awaiting.discard(stored.id)
             if not awaiting:
@@ -322,7 +329,17 @@ class Engine:
             await asyncio.wait(tasks, timeout=within)
 
     async def aclose(self, *, grace: float = 10.0) -> None:
-        """Give background summaries ``grace`` seconds, then cancel them."""
+        """Give replies in flight, then background summaries, ``grace`` seconds each, then
+        cancel them: an abandoned reply's question is already stored, no answer is invented."""
+        replying = self._replying - {asyncio.current_task()}
+        if replying:
+            log.info("waiting up to %.0f s for %d replies in flight", grace, len(replying))
+            _, pending = await asyncio.wait(replying, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("abandoned %d replies at shutdown", len(pending))
+                await asyncio.wait(pending)
         tasks = list(self._summary_tasks.values())
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)

@@ -484,3 +484,35 @@ async def test_a_thread_starts_with_one_copy_of_its_root(app: App, llm: FakeLLM)
     assert not await app.engine.copy_message("r1", source=GENERAL, into=thread)  # seeded once
     await app.engine.handle_message(said("yes", where=thread))
     assert contents(chat_bodies(llm)[-1])[1:] == ["[Bo] shall we ship friday?", "[Ana] yes"]
+
+
+async def test_shutdown_finishes_replies_in_flight_within_the_grace(app: App, llm: FakeLLM) -> None:
+    llm.script(Reply(text="done in time", delay=0.3))
+    reply = asyncio.create_task(app.engine.handle_message(said("quick")))
+    await asyncio.sleep(0.1)
+    await app.engine.aclose(grace=5)
+    answer = await reply
+    assert answer is not None and answer.text == "done in time"
+    stored = await app.store.messages_between(
+        conversation_key=GENERAL.key, first_id=0, through_id=10**9
+    )
+    assert [m.content for m in stored] == ["quick", "done in time"]
+
+
+async def test_shutdown_abandons_a_slow_reply_but_keeps_its_question(
+    app: App, llm: FakeLLM
+) -> None:
+    llm.script(Reply(text="too late", delay=30))
+    reply = asyncio.create_task(app.engine.handle_message(said("slow")))
+    for _ in range(500):  # until the request reaches the model
+        if llm.chat_requests:
+            break
+        await asyncio.sleep(0.01)
+    started = asyncio.get_running_loop().time()
+    await app.engine.aclose(grace=0.2)
+    assert asyncio.get_running_loop().time() - started < 2
+    assert reply.cancelled()
+    stored = await app.store.messages_between(
+        conversation_key=GENERAL.key, first_id=0, through_id=10**9
+    )
+    assert [m.content for m in stored] == ["slow"]
