@@ -106,3 +106,15 @@ async def test_no_endpoint_unless_configured(app: App) -> None:
     assert app.metrics is None
     async with serve_http(app, []) as port:
         assert port is None
+
+
+async def test_healthz_is_503_when_the_database_does_not_answer(
+    make_config: ConfigFactory,
+) -> None:
+    config = make_config(http={"host": "127.0.0.1", "port": 0})
+    async with open_app(config) as app, serve_http(app, []) as port:
+        assert port
+        assert await get(port, "/healthz") == (200, "text/plain; charset=utf-8", "database: ok\n")
+        await app.store.close()
+        status, _, body = await get(port, "/healthz")
+        assert (status, body) == (503, "database: down\n")
