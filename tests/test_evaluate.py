@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.config import Strategy
-from bot.evaluate import TranscriptError, evaluate, parse_transcript
+from bot.evaluate import Say, TranscriptError, evaluate, parse_transcript
 from tests.conftest import ConfigFactory, fake_summary, is_summary_request
 from tests.support.fake_llm import FakeLLM
 from tests.test_cli import bot, write_config
@@ -163,3 +163,18 @@ def test_bot_eval_names_the_bad_line_of_a_transcript(tmp_path: Path) -> None:
 def test_transcript_errors_say_what_is_wrong(text: str, error: str) -> None:
     with pytest.raises(TranscriptError, match=re.escape(error)):
         parse_transcript(text + "\n", name="t")
+
+
+@pytest.mark.parametrize("name", ["en.jsonl", "zh.jsonl"])
+def test_the_shipped_transcripts_plant_pinned_and_unpinned_facts_early_and_probe_each(
+    name: str,
+) -> None:
+    path = Path(__file__).resolve().parent.parent / "bench" / "transcripts" / name
+    transcript = parse_transcript(path.read_text(encoding="utf-8"), name=name)
+    assert transcript.messages >= 300
+    facts = list(transcript.facts.values())
+    assert any(f.pinned for f in facts) and sum(not f.pinned for f in facts) >= 3
+    assert {p.fact for p in transcript.probes} == set(transcript.facts)
+    assert sum(isinstance(s, Say) and s.addressed for s in transcript.steps) >= 50
+    first_facts = [i for i, step in enumerate(transcript.steps) if step in facts]
+    assert max(first_facts) < 100
