@@ -23,7 +23,9 @@ A turn is measured the way each is used in a bot that keeps the history:
   ``tokenizer_fn`` the same tiktoken encoding and the system prompt's cost as the initial
   count (it accepts no chat-format counter: it counts message contents joined by spaces).
 
-Afterwards, untimed, the measured message is removed again so every turn sees N messages.
+Afterwards, untimed, the measured message is removed again so every turn sees N messages
+(LlamaIndex's ``Memory`` has no public delete: there it stays). The contenders are measured
+round-robin, one turn each per round.
 Every prompt is then counted by one independent counter, the cookbook formula (3 a message +
 its role + its content, 3 to prime the reply), and compared with the budget.
 """
@@ -62,7 +64,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages import trim_messages as lc_trim_messages
 from llama_index.core import __version__ as llama_version
 from llama_index.core.llms import ChatMessage, MessageRole
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory import ChatMemoryBuffer, Memory
 
 from bot.app import open_app
 from bot.config import Strategy
@@ -259,6 +261,38 @@ class LlamaBuffer:
         return elapsed, prompt
 
 
+class LlamaMemory:
+    """LlamaIndex's newer ``Memory``: a FIFO queue of active messages in SQLite (SQLAlchemy,
+    in memory) whose oldest messages are archived once the queue passes its token limit."""
+
+    name = "li-memory"
+
+    def __init__(self, enc: tiktoken.Encoding, budget: int) -> None:
+        # No memory blocks: the whole limit goes to the chat history, less the system prompt.
+        self.memory = Memory.from_defaults(
+            session_id="bench",
+            token_limit=budget - len(enc.encode_ordinary(SYSTEM_PROMPT)),
+            chat_history_token_ratio=1.0,
+            tokenizer_fn=enc.encode_ordinary,
+        )
+
+    async def prefill(self, messages: Sequence[Msg]) -> None:
+        role = {"user": MessageRole.USER, "assistant": MessageRole.ASSISTANT}
+        await self.memory.aput_messages(
+            [ChatMessage(role=role[m.role], content=m.content) for m in messages]
+        )
+
+    async def turn(self, msg: Msg) -> tuple[float, list[tuple[str, str]]]:
+        t0 = time.perf_counter()
+        await self.memory.aput(ChatMessage(role=MessageRole.USER, content=msg.content))
+        got = await self.memory.aget()
+        elapsed = time.perf_counter() - t0
+        # Kept (Memory has no public delete): its active queue is bounded by its token limit.
+        prompt = [("system", SYSTEM_PROMPT)]
+        prompt.extend((str(m.role.value), str(m.content)) for m in got)
+        return elapsed, prompt
+
+
 # -- running --------------------------------------------------------------------------------
 
 
@@ -290,18 +324,32 @@ async def run(args: argparse.Namespace) -> bool:
                     results[("llamaindex", size)] = Figures(
                         "llamaindex", size, skipped=f"not run above {args.llama_max:,} messages"
                     )
-                for contender, turns in contenders:
+                if args.memory:
+                    memory = LlamaMemory(enc, args.budget)
+                    await memory.prefill(messages)
+                    contenders.append((memory, args.slow_turns))
+                # Round-robin, one turn of each per round, so that a slow spell of a shared
+                # machine lands on every contender alike rather than on one.
+                for contender, _ in contenders:
                     name = contender.name  # type: ignore[attr-defined]
-                    figures = results[(name, size)] = Figures(name, size)
-                    for number in range(args.warmup + turns):
-                        elapsed, prompt = await contender.turn(measured[number % len(measured)])  # type: ignore[attr-defined]
+                    results[(name, size)] = Figures(name, size)
+                rounds = args.warmup + max(turns for _, turns in contenders)
+                for number in range(rounds):
+                    for contender, turns in contenders:
+                        if number >= args.warmup + turns:
+                            continue
+                        figures = results[(contender.name, size)]  # type: ignore[attr-defined]
+                        message = measured[number % len(measured)]
+                        elapsed, prompt = await contender.turn(message)  # type: ignore[attr-defined]
                         if number >= args.warmup:
                             figures.times.append(elapsed)
                             figures.prompt_tokens.append(counter.prompt(prompt))
                             figures.prompt_messages.append(len(prompt))
+                for contender, turns in contenders:
+                    figures = results[(contender.name, size)]  # type: ignore[attr-defined]
                     print(
-                        f"  {size:>6,} messages  {name:<10} {figures.median_ms:10.3f} ms/turn "
-                        f"({turns} turns)",
+                        f"  {size:>6,} messages  {figures.name:<10} {figures.median_ms:10.3f} "
+                        f"ms/turn ({turns} turns)",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -316,16 +364,20 @@ def report(
         f"(system included); ok: every measured prompt within the {args.budget:,}-token "
         "budget, OVER: at least one was not"
     )
-    header = (
-        f"{'history':>8} | {'ours':>9} | {'langchain':>10} | {'llamaindex':>10} | "
-        f"{'vs LC':>8} | {'vs LI':>9} | {'ours prompt':>15} | {'LC prompt':>15} | "
-        f"{'LI prompt':>15}"
+    names = ["ours", "langchain", "llamaindex", "li-memory"]
+    names = [n for n in names if any((n, size) in results for size in args.sizes)]
+    header = " | ".join(
+        [f"{'history':>8}"]
+        + [f"{n:>10}" for n in names]
+        + [f"{'vs ' + n:>13}" for n in names[1:]]
+        + [f"{n + ' prompt':>20}" for n in names]
     )
     print(header)
     print("-" * len(header))
     ok = True
     for size in args.sizes:
-        ours, lc, li = (results[(n, size)] for n in ("ours", "langchain", "llamaindex"))
+        row = [results.get((n, size), Figures(n, size, skipped="not run")) for n in names]
+        ours = row[0]
 
         def cell(f: Figures) -> str:
             return "-" if f.skipped else f"{f.median_ms:.3f}"
@@ -341,13 +393,18 @@ def report(
             return f"{tokens:,.0f}/{statistics.median(f.prompt_messages):.0f} {mark}"
 
         print(
-            f"{size:>8,} | {cell(ours):>9} | {cell(lc):>10} | {cell(li):>10} | {ratio(lc):>8} | "
-            f"{ratio(li):>9} | {prompt(ours):>15} | {prompt(lc):>15} | {prompt(li):>15}"
+            " | ".join(
+                [f"{size:>8,}"]
+                + [f"{cell(f):>10}" for f in row]
+                + [f"{ratio(f):>13}" for f in row[1:]]
+                + [f"{prompt(f):>20}" for f in row]
+            )
         )
         ok &= max(ours.prompt_tokens) <= args.budget
     print(
-        f"\nturns measured per size: ours {args.turns}, langchain {args.slow_turns}, "
-        f"llamaindex {args.llama_turns} (after {args.warmup} warm-up); llamaindex only up to "
+        f"\nturns measured per size: ours {args.turns}, langchain and li-memory "
+        f"{args.slow_turns}, llamaindex {args.llama_turns} (after {args.warmup} warm-up); "
+        "llamaindex only up to "
         f"{args.llama_max:,} messages (its get() re-tokenizes the kept history once per "
         "message it drops: quadratic)"
     )
@@ -387,6 +444,9 @@ def main() -> int:
     parser.add_argument("--slow-turns", type=int, default=20, help="measured turns: langchain")
     parser.add_argument("--llama-turns", type=int, default=2, help="measured turns: llamaindex")
     parser.add_argument("--llama-max", type=int, default=2000, help="largest size for llamaindex")
+    parser.add_argument(
+        "--no-memory", dest="memory", action="store_false", help="skip LlamaIndex's Memory"
+    )
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args()
