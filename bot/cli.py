@@ -136,7 +136,13 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     """``bot eval``: never opens the configured database; each strategy gets a fresh one."""
     import json
 
-    from bot.evaluate import TranscriptError, evaluate, format_report, load_transcript
+    from bot.evaluate import (
+        ModelFailed,
+        TranscriptError,
+        evaluate,
+        format_report,
+        load_transcript,
+    )
 
     try:
         transcript = load_transcript(args.transcript)
@@ -153,7 +159,11 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
             return EXIT_USAGE
         config = config.model_copy(update={"memory": memory})
     strategies = [Strategy(s) for s in args.strategies or [s.value for s in Strategy]]
-    results = await evaluate(config, transcript, strategies)
+    try:
+        results = await evaluate(config, transcript, strategies)
+    except ModelFailed as exc:
+        print(f"bot eval: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     if args.json:
         print(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
     else:

@@ -47,6 +47,10 @@ class TranscriptError(Exception):
     """The transcript is unusable; the message names the line."""
 
 
+class ModelFailed(Exception):
+    """The chat model failed during a replay: the figures would mean nothing."""
+
+
 @dataclass(frozen=True)
 class Say:
     user: str
@@ -86,6 +90,8 @@ class Transcript:
     steps: list[Step]
     facts: dict[str, Fact]
     probes: list[Probe]
+    lines: list[int] = field(default_factory=list)
+    """The line number of each step in the file."""
 
     @property
     def messages(self) -> int:
@@ -118,6 +124,7 @@ def parse_transcript(text: str, *, name: str = "transcript") -> Transcript:
     steps: list[Step] = []
     facts: dict[str, Fact] = {}
     probes: list[Probe] = []
+    lines: list[int] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -129,6 +136,8 @@ def parse_transcript(text: str, *, name: str = "transcript") -> Transcript:
         if not isinstance(obj, dict):
             raise TranscriptError(f"{where}: each line must be a JSON object")
         kind = next((k for k in ("fact", "probe", "pin", "text") if k in obj), None)
+        if kind != "probe":
+            lines.append(number)
         if kind is None:
             raise TranscriptError(f"{where}: a line needs 'text', 'pin', 'fact' or 'probe'")
         unknown = sorted(set(obj) - _KEYS[kind])
@@ -173,7 +182,7 @@ def parse_transcript(text: str, *, name: str = "transcript") -> Transcript:
             )
     if not facts:
         raise TranscriptError(f"{name}: no facts planted")
-    return Transcript(steps=steps, facts=facts, probes=probes)
+    return Transcript(steps=steps, facts=facts, probes=probes, lines=lines)
 
 
 def load_transcript(path: Path) -> Transcript:
@@ -194,13 +203,18 @@ class _Recording:
         self._inner = inner
         self.max_reported = 0
         self.calls = 0
+        self.failure: LLMError | None = None
 
     @property
     def model(self) -> str:
         return str(self._inner.model)
 
     async def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> Completion:
-        completion: Completion = await self._inner.complete(messages, max_tokens=max_tokens)
+        try:
+            completion: Completion = await self._inner.complete(messages, max_tokens=max_tokens)
+        except LLMError as exc:
+            self.failure = exc
+            raise
         self.calls += 1
         self.max_reported = max(self.max_reported, completion.prompt_tokens or 0)
         return completion
@@ -273,7 +287,9 @@ def locate(prompt: Prompt, key: str) -> str | None:
     return None
 
 
-async def _replay(engine: Engine, transcript: Transcript, errors: list[str]) -> None:
+async def _replay(
+    engine: Engine, recording: _Recording, transcript: Transcript, errors: list[str]
+) -> None:
     at = _START
     for number, step in enumerate(transcript.steps):
         at += _STEP
@@ -291,8 +307,13 @@ async def _replay(engine: Engine, transcript: Transcript, errors: list[str]) -> 
                 sent_at=at,
             )
         )
+        if recording.failure is not None:
+            raise ModelFailed(
+                f"the chat model failed on line {transcript.lines[number]} of the transcript: "
+                f"{recording.failure}"
+            )
         if reply is not None and reply.kind is ReplyKind.ERROR:
-            errors.append(f"message {number + 1}: {reply.text}")
+            errors.append(f"line {transcript.lines[number]}: {reply.text}")
         if isinstance(step, Fact) and step.pinned:
             await _pin(engine, step.user, step.text, errors)
         await engine.drain()
@@ -347,7 +368,7 @@ async def evaluate_strategy(
         recording = _Recording(engine.chat)
         engine.chat = recording
         errors: list[str] = []
-        await _replay(engine, transcript, errors)
+        await _replay(engine, recording, transcript, errors)
         preview = await engine.preview(CHANNEL)
         prompt = preview.prompt
         result = StrategyResult(
@@ -364,7 +385,9 @@ async def evaluate_strategy(
             fact = transcript.facts[probe.fact]
             try:
                 correct = await _ask(engine, probe, fact, number)
-            except (LLMError, PromptTooLarge) as exc:
+            except LLMError as exc:
+                raise ModelFailed(f"the chat model failed on probe {probe.fact!r}: {exc}") from None
+            except PromptTooLarge as exc:
                 errors.append(f"probe {probe.fact}: {exc}")
                 correct = False
             result.answers.append((probe.fact, correct))

@@ -13,7 +13,7 @@ import pytest
 from bot.config import Strategy
 from bot.evaluate import Say, TranscriptError, evaluate, parse_transcript
 from tests.conftest import ConfigFactory, fake_summary, is_summary_request
-from tests.support.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM, Reply
 from tests.test_cli import bot, write_config
 
 FACT_LINE = re.compile(r"FACT:? (.+)")
@@ -178,3 +178,17 @@ def test_the_shipped_transcripts_plant_pinned_and_unpinned_facts_early_and_probe
     assert sum(isinstance(s, Say) and s.addressed for s in transcript.steps) >= 50
     first_facts = [i for i, step in enumerate(transcript.steps) if step in facts]
     assert max(first_facts) < 100
+
+
+def test_bot_eval_stops_when_the_chat_model_fails(tmp_path: Path, llm_thread: FakeLLM) -> None:
+    llm_thread.responder = lambda body: Reply.server_error()
+    path = tmp_path / "probe.jsonl"
+    path.write_text("\n" + small_transcript(filler=3), encoding="utf-8")
+    config = write_config(tmp_path, llm_thread.url, llm={"max_retries": 0})
+    result = bot("eval", str(path), "--config", str(config), "--strategy", "full")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    # the first addressed message is filler 0: line 1 is blank, then 3 lines before it
+    assert result.stderr.splitlines()[-1] == (
+        "bot eval: the chat model failed on line 5 of the transcript: unavailable: HTTP 500"
+    )
