@@ -1,12 +1,13 @@
-"""Per-turn memory cost side by side: our engine, LangChain ``trim_messages`` and LlamaIndex
-``ChatMemoryBuffer``, on the same conversation, the same tokenizer and the same budget.
+"""Per-turn memory cost side by side: our engine, LangChain ``trim_messages``, LlamaIndex
+``ChatMemoryBuffer`` and LlamaIndex's newer ``Memory``, on the same conversation, the same
+tokenizer and the same budget.
 
 Needs the peer libraries, which are bench-only (``pip install -e '.[bench]'`` in a venv of its
 own; never the bot's or CI's)::
 
-    python3 -m venv /tmp/bench-venv
-    /tmp/bench-venv/bin/pip install -e '.[bench]'
-    /tmp/bench-venv/bin/python bench/peers.py
+    python3 -m venv /work/bench-venv
+    /work/bench-venv/bin/pip install -e '.[bench]'
+    /work/bench-venv/bin/python bench/peers.py
 
 Every contender gets the same messages: a multi-user conversation in English and Chinese
 (``bench/engine_speed.py``'s generator), rendered the same way (user messages start with
@@ -22,6 +23,8 @@ A turn is measured the way each is used in a bot that keeps the history:
 - LlamaIndex: ``ChatMemoryBuffer.put()`` then ``get(initial_token_count=...)``, with
   ``tokenizer_fn`` the same tiktoken encoding and the system prompt's cost as the initial
   count (it accepts no chat-format counter: it counts message contents joined by spaces).
+- LlamaIndex ``Memory``: ``aput()`` then ``aget()``, the same ``tokenizer_fn``, its token limit
+  the budget less the system prompt, all of it for the chat history (no memory blocks).
 
 Afterwards, untimed, the measured message is removed again so every turn sees N messages
 (LlamaIndex's ``Memory`` has no public delete: there it stays). The contenders are measured
