@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot import __version__
 from bot.app import App, open_app
-from bot.config import Config, ConfigError, config_path, load_config
+from bot.config import Config, ConfigError, Strategy, config_path, load_config
 from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
@@ -75,6 +75,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     reset.add_argument("--channel", metavar="NAME|KEY", required=True)
     reset.add_argument("--pins", action="store_true", help="its channel's pins too")
+    evaluate = commands.add_parser(
+        "eval",
+        parents=[common],
+        help="forgetting probe: replay a transcript with planted facts through each strategy",
+    )
+    evaluate.add_argument("transcript", type=Path, help="a JSON Lines transcript (README)")
+    evaluate.add_argument(
+        "--strategy",
+        dest="strategies",
+        action="append",
+        choices=[s.value for s in Strategy],
+        help="a strategy to evaluate (repeatable; default: all four)",
+    )
+    evaluate.add_argument(
+        "--budget", type=int, help="prompt budget in tokens (default: memory.max_context_tokens)"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
     return parser
 
 
@@ -103,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "health":
         return _health(config)
     try:
+        if args.command == "eval":
+            return asyncio.run(_eval(args, config))
         return asyncio.run(_dispatch(args, config, path))
     except DatabaseError as exc:
         print(f"bot: {exc}", file=sys.stderr)
@@ -151,6 +170,49 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
         if args.command == "stats":
             return await _stats(app, args.channel)
     raise AssertionError(args.command)
+
+
+async def _eval(args: argparse.Namespace, config: Config) -> int:
+    """``bot eval``: never opens the configured database; each strategy gets a fresh one."""
+    import json
+
+    from bot.evaluate import (
+        ModelFailed,
+        TranscriptError,
+        evaluate,
+        format_report,
+        load_transcript,
+    )
+
+    try:
+        transcript = load_transcript(args.transcript)
+    except TranscriptError as exc:
+        print(f"bot eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.budget is not None:
+        try:
+            memory = config.memory.model_validate(
+                {**config.memory.model_dump(), "max_context_tokens": args.budget}
+            )
+        except ValueError as exc:
+            print(f"bot eval: --budget: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        config = config.model_copy(update={"memory": memory})
+    strategies = [Strategy(s) for s in args.strategies or [s.value for s in Strategy]]
+    try:
+        results = await evaluate(config, transcript, strategies)
+    except ModelFailed as exc:
+        print(f"bot eval: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+    else:
+        print(
+            format_report(
+                transcript, results, model=config.llm.chat_model, name=str(args.transcript)
+            )
+        )
+    return EXIT_OK
 
 
 async def _stats(app: App, channel: str | None) -> int:
