@@ -94,6 +94,9 @@ class Engine:
             system_prompt=config.system_prompt,
         )
         self._reply_locks = _Locks()
+        # Messages of one conversation are stored in the order they arrived, even when one
+        # is counted off the event loop or opens the conversation.
+        self._record_locks = _Locks()
         self._summary_locks = _Locks()
         self._summary_tasks: dict[str, asyncio.Task[None]] = {}
         # Turns whose message was stored but not yet answered, per conversation: a summary
@@ -117,16 +120,17 @@ class Engine:
         """Store a message without answering it."""
         text = clean_text(message.text)
         name = clean_text(message.author_name) or message.author_id
-        stored = await self.store.add_message(
-            conversation=message.conversation,
-            role=Role.USER,
-            author_id=message.author_id,
-            author_name=name,
-            content=text,
-            tokens=await self.count(render_content(Role.USER, name, text)),
-            message_id=message.message_id,
-            created_at=message.sent_at.timestamp(),
-        )
+        async with self._record_locks(message.conversation.key):
+            stored = await self.store.add_message(
+                conversation=message.conversation,
+                role=Role.USER,
+                author_id=message.author_id,
+                author_name=name,
+                content=text,
+                tokens=await self.count(render_content(Role.USER, name, text)),
+                message_id=message.message_id,
+                created_at=message.sent_at.timestamp(),
+            )
         self.observer.message_in(platform=message.conversation.platform)
         return stored
 
