@@ -134,10 +134,14 @@ class OpenAIChatModel:
             extra["temperature"] = self._temperature
         started = time.perf_counter()
         try:
+            # The messages go in ``extra_body``: they are plain dicts of strings already, and
+            # the SDK's type-driven transform of ``messages`` costs about 0.2 ms of event-loop
+            # time per message, every request (6 ms for a 30-message prompt).
             response = await self._client.chat.completions.create(
                 model=self._model,
-                messages=list(messages),  # type: ignore[arg-type]
+                messages=[],
                 max_tokens=max_tokens,
+                extra_body={"messages": list(messages)},
                 **extra,
             )
         except openai.APIError as exc:
