@@ -1,0 +1,153 @@
+"""Crash: the bot killed with SIGKILL while replies and summaries are in flight.
+
+The bot (``tests/reliability/crash_driver.py``: the real app, eight console channels talking at
+once) runs as a process against the local test server in this process. Once the history is
+long enough for summaries to run, the server starts holding every request; when replies and a
+summary are held, the bot is killed.
+
+A user message is *acknowledged* when the bot has shown that it took it: either its answer was
+printed (``answered c<n> <i>``), or the prompt answering it reached the model server (the engine
+builds a prompt only from what is already committed to the database). Every acknowledged
+message must be in the database after the kill, exactly once, the database must pass
+``PRAGMA integrity_check``, and ``bot chat`` on the same file must carry the conversation on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import config_dict, is_summary_request, respond
+from tests.support.fake_llm import FakeLLM, Reply
+from tests.test_slack_run import ROOT, wait_for
+
+CHANNELS, MESSAGES = 8, 40
+DRIVER_ARGS = ("--channels", str(CHANNELS), "--messages", str(MESSAGES))
+CHAT_ARGS = ("--channel", "c0", "--user", "Ana")
+QUESTION = re.compile(r"\[Ana\] (c\d+ m\d+)$")
+
+
+class Holding:
+    """Answers at once; once armed, holds the next summary request and every request after it."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.held = False
+        self.held_chats: list[str] = []
+        self.held_summaries = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if self.armed and is_summary_request(body):
+            self.held = True
+        if not self.held:
+            return Reply(text=respond(body))
+        if is_summary_request(body):
+            self.held_summaries += 1
+        else:
+            self.held_chats.append(body["messages"][-1]["content"])
+        return Reply(text="too late", delay=120)
+
+
+def asked(llm: FakeLLM) -> set[str]:
+    """The user messages whose prompts reached the server."""
+    found = set()
+    for body in llm.chat_requests:
+        if not is_summary_request(body):
+            match = QUESTION.match(body["messages"][-1]["content"])
+            if match:
+                found.add(match.group(1))
+    return found
+
+
+def test_sigkill_mid_reply_and_summary_loses_no_acknowledged_message(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    server = Holding()
+    llm_thread.responder = server
+    db_path = tmp_path / "bot.sqlite3"
+    config = tmp_path / "config.yaml"
+    data = config_dict(
+        llm_thread.url,
+        db_path,
+        memory={"max_context_tokens": 300, "summary_retry_seconds": 0},
+        llm={"timeout_seconds": 300},
+    )
+    config.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability.crash_driver", str(config), *DRIVER_ARGS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    answered: list[str] = []
+
+    def read() -> None:
+        assert driver.stdout is not None
+        for line in driver.stdout:
+            if line.startswith("answered "):
+                channel, index = line.split()[1:]
+                answered.append(f"{channel} m{index}")
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        # Enough history for summaries in every channel, then hold everything.
+        wait_for(lambda: len(answered) >= CHANNELS * 12, "answers before the hold")
+        server.armed = True
+        wait_for(
+            lambda: len(server.held_chats) >= CHANNELS // 2 and server.held_summaries >= 1,
+            "replies and a summary in flight",
+        )
+        time.sleep(0.2)  # let other writes race the kill too
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+        reader.join(timeout=10)
+    assert driver.returncode == -signal.SIGKILL
+
+    acknowledged = set(answered) | asked(llm_thread)
+    assert len(acknowledged) > len(answered)  # some were in flight, unanswered
+    db = sqlite3.connect(db_path)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        stored = [row[0] for row in db.execute("SELECT content FROM messages WHERE role = 'user'")]
+        for message in acknowledged:
+            assert stored.count(message) == 1, message
+        answers = {
+            row[0]
+            for row in db.execute(
+                "SELECT q.content FROM messages a JOIN messages q ON a.reply_to = q.id"
+            )
+        }
+        assert set(answered) <= answers  # an answer that was shown is remembered with it
+    finally:
+        db.close()
+
+    # The conversation goes on from the same file.
+    server.armed = server.held = False
+    before = len(llm_thread.chat_requests)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "chat", "--config", str(config), *CHAT_ARGS],
+        input="what did I say before?\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["echo: [Ana] what did I say before?"]
+    after = [b for b in llm_thread.chat_requests[before:] if not is_summary_request(b)]
+    prompt = "\n".join(m["content"] for m in after[-1]["messages"])
+    assert "c0 m" in prompt  # it remembers the time before the crash
