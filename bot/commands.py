@@ -72,12 +72,21 @@ async def unpin(engine: Engine, call: CommandCall) -> Reply:
     if match is None:
         return _error("Usage: /unpin ID — the number /pins shows, e.g. /unpin 3.")
     pin_id = int(match.group(1))
-    removed = await engine.store.remove_pin(
-        channel_key=call.conversation.channel_key, pin_id=pin_id
-    )
-    if not removed:
+    channel = call.conversation.channel_key
+    found = next((p for p in await engine.store.pins(channel_key=channel) if p.id == pin_id), None)
+    if found is None:
+        return _error(f"There is no pin #{pin_id} in this channel (/pins lists them).")
+    if found.author_id != call.user_id and not call.can_manage:
+        return _error(
+            f"Only {found.author_name}, who pinned #{pin_id}, or a channel admin can unpin it."
+        )
+    if not await engine.store.remove_pin(channel_key=channel, pin_id=pin_id):
         return _error(f"There is no pin #{pin_id} in this channel (/pins lists them).")
     return _info(f"Unpinned #{pin_id}.")
+
+
+PINS_LISTED_CHARS = 3000
+"""``/pins`` lists pins up to about this many characters (one Slack or two Discord messages)."""
 
 
 async def pins(engine: Engine, call: CommandCall) -> Reply:
@@ -85,7 +94,15 @@ async def pins(engine: Engine, call: CommandCall) -> Reply:
     if not found:
         return _info("No pins in this channel. /pin TEXT keeps a fact in every prompt.")
     lines = [f"{len(found)} pinned fact(s), in every prompt of this channel:"]
-    lines.extend(f"#{p.id} ({p.author_name}): {p.text}" for p in found)
+    size = len(lines[0])
+    for shown, p in enumerate(found):
+        line = f"#{p.id} ({p.author_name}): {p.text}"
+        if size + len(line) > PINS_LISTED_CHARS and shown:
+            rest = found[shown:]
+            lines.append(f"… and {len(rest):,} more (#{rest[0].id} to #{rest[-1].id}).")
+            break
+        lines.append(line[:PINS_LISTED_CHARS])
+        size += len(line) + 1
     return _info("\n".join(lines))
 
 

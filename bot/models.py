@@ -148,6 +148,8 @@ class Pin:
     tokens: int
     author_name: str
     created_at: float
+    author_id: str = ""
+    """Who pinned it: they (or an admin) may unpin it."""
 
 
 @dataclass(frozen=True)

@@ -366,7 +366,7 @@ class SqliteStore:
                 (channel_key, text, tokens, author_id, author_name, created_at),
             )
         assert row is not None
-        return Pin(int(row[0]), channel_key, text, tokens, author_name, created_at)
+        return Pin(int(row[0]), channel_key, text, tokens, author_name, created_at, author_id)
 
     async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool:
         changed = await self._write(
@@ -376,7 +376,7 @@ class SqliteStore:
 
     async def pins(self, *, channel_key: str) -> Sequence[Pin]:
         rows = await self._db.execute_fetchall(
-            "SELECT id, channel_key, text, tokens, author_name, created_at FROM pins"
+            "SELECT id, channel_key, text, tokens, author_name, created_at, author_id FROM pins"
             " WHERE channel_key = ? ORDER BY id",
             (channel_key,),
         )
