@@ -42,8 +42,9 @@ async def pin(engine: Engine, call: CommandCall) -> Reply:
     if not text:
         return _error("Usage: /pin TEXT — keeps TEXT in every prompt of this channel.")
     channel = call.conversation.channel_key
+    name = clean_text(call.user_name) or call.user_id
     pins = list(await engine.store.pins(channel_key=channel))
-    candidate = Pin(0, channel, text, 0, call.user_name, 0.0)
+    candidate = Pin(0, channel, text, 0, name, 0.0)
     budget = engine.budget()
     pins_after = engine.tokenizer.count(render_pins([*pins, candidate]))
     needed = engine.assembler.system_tokens + pins_after
@@ -59,7 +60,7 @@ async def pin(engine: Engine, call: CommandCall) -> Reply:
         text=text,
         tokens=engine.tokenizer.count(text),
         author_id=call.user_id,
-        author_name=call.user_name,
+        author_name=name,
     )
     return _info(f"Pinned #{added.id}: {text}\nPins now take {pins_after:,} tokens.")
 
