@@ -42,7 +42,7 @@ async def pin(engine: Engine, call: CommandCall) -> Reply:
     if not text:
         return _error("Usage: /pin TEXT — keeps TEXT in every prompt of this channel.")
     channel = call.conversation.channel_key
-    name = clean_text(call.user_name) or call.user_id
+    name = clean_text(call.user_name)
     pins = list(await engine.store.pins(channel_key=channel))
     candidate = Pin(0, channel, text, 0, name, 0.0)
     budget = engine.budget()
