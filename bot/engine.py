@@ -61,6 +61,14 @@ class _Locks:
 
 
 @dataclass(frozen=True)
+class Pending:
+    """An addressed message, stored, not yet answered (:meth:`Engine.accept`)."""
+
+    message: IncomingMessage
+    stored: StoredMessage
+
+
+@dataclass(frozen=True)
 class Preview:
     """The prompt the next message would get, for ``/stats``."""
 
@@ -136,27 +144,49 @@ class Engine:
 
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""
+        accepted = await self.accept(message)
+        if isinstance(accepted, Pending):
+            return await self.answer(accepted)
+        return accepted
+
+    async def accept(self, message: IncomingMessage) -> Pending | Reply | None:
+        """Store the message now; an addressed one comes back :class:`Pending`, to be given
+        to :meth:`answer` (or :meth:`release`) later. For adapters that must keep a message
+        the moment they acknowledge it but answer it in its turn."""
         if not message.text.strip():
             if message.addressed:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
-        conversation = message.conversation
         stored = await self.record(message)
         if not message.addressed:
             return None
-        self._awaiting.setdefault(conversation.key, set()).add(stored.id)
+        self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
+        return Pending(message=message, stored=stored)
+
+    async def answer(self, pending: Pending, *, reply_id: str | None = None) -> Reply:
+        """Answer an accepted message (``reply_id``: as for ``IncomingMessage.reply_id``)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
         try:
-            return await self._reply(conversation, stored, reply_id=message.reply_id)
+            return await self._reply(
+                pending.message.conversation,
+                pending.stored,
+                reply_id=reply_id or pending.message.reply_id,
+            )
         finally:
             if task is not None:
                 self._replying.discard(task)
-            awaiting = self._awaiting[conversation.key]
-            awaiting.discard(stored.id)
+            self.release(pending)
+
+    def release(self, pending: Pending) -> None:
+        """Give up answering an accepted message (it stays stored): summaries may fold it."""
+        key = pending.message.conversation.key
+        awaiting = self._awaiting.get(key)
+        if awaiting is not None:
+            awaiting.discard(pending.stored.id)
             if not awaiting:
-                del self._awaiting[conversation.key]
+                del self._awaiting[key]
 
     async def _reply(
         self, conversation: Conversation, stored: StoredMessage, *, reply_id: str | None
