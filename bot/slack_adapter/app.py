@@ -22,8 +22,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.commands import COMMANDS, run_command
 from bot.config import SlackConfig, SlackRecord
-from bot.engine import Engine
-from bot.models import CommandCall, Conversation, Reply, ReplyKind
+from bot.engine import Engine, Pending
+from bot.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind
 from bot.slack_adapter.render import split, to_mrkdwn
 from bot.slack_adapter.translate import (
     PIN_SHORTCUT,
@@ -72,6 +72,16 @@ def _with_own_thread(conversation: Conversation, ts: str) -> list[Conversation]:
     return [conversation]
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """A stored message that still needs an answer (or the answer it already has)."""
+
+    incoming: IncomingMessage
+    accepted: Pending | Reply
+    channel: str
+    thread: str | None
+
+
 def _ephemeral(reply: Reply) -> bool:
     return reply.ephemeral or reply.kind is ReplyKind.ERROR
 
@@ -103,6 +113,8 @@ class Listeners:
         self._order_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        self._answering: dict[str, asyncio.Future[None]] = {}
+        """Per conversation: done when its latest accepted message has been answered."""
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)
@@ -197,51 +209,72 @@ class Listeners:
         return None
 
     async def _in_order(self, body: dict[str, Any]) -> None:
-        """Messages of one conversation are handled one at a time, in the order they came
+        """Messages of one conversation are stored one at a time, in the order they came
         (``asyncio.Lock`` wakes waiters first come, first served), so memory keeps their order
-        even when looking a name up takes one of them longer."""
+        even when looking a name up takes one of them longer. A message is stored as soon as
+        its turn to be stored comes, even while an earlier one is being answered: Slack has its
+        acknowledgement and will not send it again. Answers follow in the same order."""
         key = ordering_key(body)
         lock = self._order_locks.get(key)
         if lock is None:
             lock = self._order_locks[key] = asyncio.Lock()
         async with lock:
-            await self._message(body)
+            turn = await self._take(body)
+            if turn is None:
+                return
+            previous = self._answering.get(key)
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._answering[key] = done
+        try:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await self._answer(turn)
+        finally:
+            if isinstance(turn.accepted, Pending):
+                self.engine.release(turn.accepted)
+            done.set_result(None)
+            if self._answering.get(key) is done:
+                del self._answering[key]
 
-    async def _message(self, body: dict[str, Any]) -> None:
+    async def _take(self, body: dict[str, Any]) -> _Turn | None:
+        """Store what the event brings; what still needs an answer, if anything."""
         event = message_event(body)
         if event is None:
-            return
+            return None
         if event.get("subtype") == "message_changed":
             await self._edit(body)
-            return
+            return None
         deletion = to_deletion(body)
         if deletion is not None:
             for conversation in _with_own_thread(deletion.conversation, deletion.message_id):
                 await self.engine.delete_message(conversation, deletion.message_id)
-            return
+            return None
         if not is_user_message(event):
-            return
+            return None
         text = str(event.get("text") or "")
         names = await self.names({str(event["user"])} | mentions(text))
         incoming = to_incoming(
             body, policy=self.policy, names=names, joined_threads=self._joined_threads
         )
         if incoming is None:
-            return
+            return None
         await self._seed_thread(incoming.conversation)
-        if not incoming.addressed:
-            await self.engine.handle_message(incoming)
+        accepted = await self.engine.accept(incoming)
+        if accepted is None:
+            return None
+        return _Turn(incoming, accepted, str(event["channel"]), event.get("thread_ts"))
+
+    async def _answer(self, turn: _Turn) -> None:
+        incoming, channel, thread = turn.incoming, turn.channel, turn.thread
+        if isinstance(turn.accepted, Reply):  # nothing for the model (an empty message)
+            await self._deliver(channel, thread, incoming.author_id, turn.accepted, None)
             return
-        channel, thread = str(event["channel"]), event.get("thread_ts")
         placeholder = await self._post(channel, thread, THINKING)
         try:
-            reply = await self.engine.handle_message(replace(incoming, reply_id=placeholder))
+            reply = await self.engine.answer(turn.accepted, reply_id=placeholder)
         except BaseException:
             await self._delete(channel, placeholder)
             raise
-        if reply is None:
-            await self._delete(channel, placeholder)
-            return
         await self._deliver(channel, thread, incoming.author_id, reply, placeholder)
         if thread and not _ephemeral(reply):
             self._remember(self._joined_threads, incoming.conversation.key)

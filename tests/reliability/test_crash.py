@@ -14,14 +14,17 @@ message must be in the database after the kill, exactly once, the database must 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,11 @@ import yaml
 
 from tests.conftest import config_dict, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM, Reply
-from tests.test_slack_run import ROOT, wait_for
+from tests.support.fake_slack import BOT_USER, TEAM, FakeSlack, signed_headers
+from tests.test_run_shutdown import free_port
+from tests.test_slack_run import ROOT, fake_slack_thread, wait_for
+
+__all__ = ["fake_slack_thread"]
 
 CHANNELS, MESSAGES = 8, 40
 DRIVER_ARGS = ("--channels", str(CHANNELS), "--messages", str(MESSAGES))
@@ -151,3 +158,65 @@ def test_sigkill_mid_reply_and_summary_loses_no_acknowledged_message(
     after = [b for b in llm_thread.chat_requests[before:] if not is_summary_request(b)]
     prompt = "\n".join(m["content"] for m in after[-1]["messages"])
     assert "c0 m" in prompt  # it remembers the time before the crash
+
+
+def test_sigkill_loses_no_slack_message_the_bot_acknowledged(
+    tmp_path: Path, llm_thread: FakeLLM, fake_slack_thread: FakeSlack
+) -> None:
+    """On Slack a message is acknowledged by the HTTP 200 to its event: Slack will not send
+    it again. Messages acknowledged while an earlier reply in their channel is still with
+    the model must already be stored when the bot is killed."""
+    llm_thread.responder = lambda body: Reply(text="too late", delay=120)
+    port = free_port()
+    db_path = tmp_path / "bot.sqlite3"
+    slack = {"enabled": True, "mode": "http", "host": "127.0.0.1", "port": port}
+    data = config_dict(
+        llm_thread.url, db_path, slack={**slack, "api_base_url": fake_slack_thread.api_url}
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.update(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="crash-secret")
+    bot = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run", "--config", str(config)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/slack/events"
+
+    def event(n: int, text: str) -> int:
+        message = {"type": "message", "user": "U1", "text": text, "channel": "C1"}
+        message.update(channel_type="channel", ts=f"60.{n}")
+        body = json.dumps(
+            {"type": "event_callback", "team_id": TEAM, "event_id": f"Ev{n}", "event": message}
+        )
+        headers = signed_headers("crash-secret", body, content_type="application/json")
+        request = urllib.request.Request(url, data=body.encode(), headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+
+    try:
+        wait_for(lambda: fake_slack_thread.called("auth.test"), "the bot to sign in")
+        wait_for(lambda: free_port_taken(port), "the bot to serve")
+        assert event(1, f"<@{BOT_USER}> first question") == 200
+        wait_for(lambda: llm_thread.chat_requests, "the first question at the model")
+        assert event(2, f"<@{BOT_USER}> second question, same channel") == 200
+        assert event(3, "chatter meanwhile") == 200
+        time.sleep(0.5)
+    finally:
+        bot.send_signal(signal.SIGKILL)
+        bot.communicate(timeout=30)
+    db = sqlite3.connect(db_path)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        stored = [row[0] for row in db.execute("SELECT content FROM messages ORDER BY id")]
+    finally:
+        db.close()
+    assert stored == ["first question", "second question, same channel", "chatter meanwhile"]
+
+
+def free_port_taken(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
