@@ -12,7 +12,7 @@ from bot.discord_adapter.facts import conversation_of, facts_of
 from bot.discord_adapter.render import split_message
 from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
 from bot.discord_adapter.translate import to_incoming
-from bot.engine import Engine
+from bot.engine import Engine, Pending
 from bot.models import Conversation, IncomingMessage, Reply
 
 log = logging.getLogger(__name__)
@@ -68,10 +68,17 @@ class MemoryClient(discord.Client):
             if self._settings.record == "all":
                 await self._engine.handle_message(incoming)
             return
-        async with message.channel.typing():
-            reply = await self._engine.handle_message(incoming)
-        if reply is not None:
-            await self._send(message, reply, incoming.conversation)
+        # Stored first: the typing indicator is a request that may be slow or rate-limited.
+        accepted = await self._engine.accept(incoming)
+        if isinstance(accepted, Pending):
+            try:
+                async with message.channel.typing():
+                    accepted = await self._engine.answer(accepted)
+            finally:
+                if isinstance(accepted, Pending):
+                    self._engine.release(accepted)
+        if accepted is not None:
+            await self._send(message, accepted, incoming.conversation)
 
     async def _send(
         self, message: discord.Message, reply: Reply, conversation: Conversation
