@@ -43,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--channel", default="default", type=_channel_name, help="console channel name"
     )
-    chat.add_argument("--user", default=os.environ.get("USER") or "you", help="your name")
+    chat.add_argument(
+        "--user", default=os.environ.get("USER") or "you", type=_utf8, help="your name"
+    )
     commands.add_parser("run", parents=[common], help="connect every platform enabled in config")
     commands.add_parser(
         "doctor", parents=[common], help="check config, database and model endpoints"
@@ -97,12 +99,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def _conversation(value: str) -> Conversation:
     """A console channel name, or a conversation key such as ``slack:T1:C1``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("not valid UTF-8 text") from None
     return Conversation.from_key(value) if ":" in value else Conversation.console(value)
+
+
+def _utf8(value: str) -> str:
+    """An argument that can be stored: bytes that are not UTF-8 are refused, not crashed on."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("not valid UTF-8 text") from None
+    return value
 
 
 def _channel_name(value: str) -> str:
     try:
-        Conversation.console(value)
+        Conversation.console(_utf8(value))
     except ValueError:
         raise argparse.ArgumentTypeError("a channel name is non-empty, without ':'") from None
     return value

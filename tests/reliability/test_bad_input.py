@@ -8,6 +8,9 @@ command line, against one running app (real SQLite file, the real SDK, the local
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
@@ -25,6 +28,8 @@ from bot.engine import clean_text
 from bot.models import CommandCall, Conversation, IncomingMessage, ReplyKind, Role
 from tests.conftest import config_dict, respond
 from tests.support.fake_llm import FakeLLM
+from tests.test_cli import write_config
+from tests.test_slack_run import ROOT
 
 GENERAL = Conversation.console("general")
 SPECIAL_TOKENS = (
@@ -228,3 +233,26 @@ def test_any_command_line_gets_an_answer_and_loses_nothing(
             assert pins_after == pins_before
 
     running.run(check())
+
+
+def test_the_console_takes_bytes_that_are_not_utf8(tmp_path: Path, llm_thread: FakeLLM) -> None:
+    """Piped input is not always UTF-8: bad lines are kept (U+FFFD for the bad bytes); a
+    channel or user name that is not UTF-8 is refused with one line instead of a traceback."""
+    config = write_config(tmp_path, llm_thread.url)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def chat(*args: bytes, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable.encode(), b"-m", b"bot", b"chat", b"--config", bytes(config)]
+        return subprocess.run([*command, *args], input=stdin, capture_output=True, env=env)
+
+    lines = b"caf\xe9 \xff\x00ok\n/pin \xc3\x28 pinned\n/pins\n"
+    result = chat(b"--channel", b"bytes", b"--user", b"ana", stdin=lines)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode().splitlines()
+    assert out[:2] == ["echo: [ana] caf\ufffd \ufffd\x00ok", "Pinned #1: \ufffd( pinned"]
+    assert out[-1] == "#1 (ana): \ufffd( pinned"
+    for option in (b"--channel", b"--user"):
+        refused = chat(option, b"ab\xff", stdin=b"hello\n")
+        assert refused.returncode == 2
+        assert refused.stderr.decode().splitlines()[-1].endswith(": not valid UTF-8 text")
+        assert b"Traceback" not in refused.stderr
