@@ -13,6 +13,7 @@ request holds one conversation's messages only; so does every stored summary.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 
@@ -21,6 +22,10 @@ from bot.commands import run_command
 from bot.models import CommandCall, Conversation, IncomingMessage, ReplyKind
 from tests.conftest import ConfigFactory, is_summary_request
 from tests.support.fake_llm import FakeLLM
+from tests.support.fake_slack import BOT_USER, FakeSlack
+from tests.test_slack_http import Slack, bot_app, fake_slack, slack
+
+__all__ = ["bot_app", "fake_slack", "slack"]
 
 CONVERSATIONS = {
     "a": Conversation("slack", "T1", "C1"),
@@ -96,3 +101,32 @@ async def test_no_prompt_or_summary_mixes_conversations(
         assert summary is not None, tag
         assert markers(summary.content) <= {("m", tag)}
         assert ("m", tag) in markers(summary.content)
+
+
+async def test_two_slack_workspaces_with_the_same_channel_id_stay_apart(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    """The same app installed in two workspaces: channel C1 of T1 and C1 of T2 are strangers."""
+
+    async def say(team: str, text: str, ts: str) -> None:
+        event = {"type": "message", "user": "U1", "text": text, "channel": "C1", "ts": ts}
+        body = {
+            "type": "event_callback",
+            "team_id": team,
+            "event_id": f"Ev{team}{ts}",
+            "event": {**event, "channel_type": "channel"},
+        }
+        status, _ = await slack.post(json.dumps(body), "application/json")
+        assert status == 200
+        await slack.settle()
+
+    await slack.command("pin", "T1's pinned secret")  # the fixture's workspace is T1
+    await say("T1", "T1 chatter: the vault code is 1234", "1.1")
+    await say("T2", f"<@{BOT_USER}> what is the vault code?", "1.2")
+    prompt = "\n".join(m["content"] for m in llm.chat_requests[-1]["messages"])
+    assert "what is the vault code?" in prompt
+    assert "1234" not in prompt and "T1's pinned secret" not in prompt
+    await say("T1", f"<@{BOT_USER}> and here?", "1.3")
+    prompt = "\n".join(m["content"] for m in llm.chat_requests[-1]["messages"])
+    assert "1234" in prompt and "T1's pinned secret" in prompt
+    assert "what is the vault code?" not in prompt
