@@ -7,6 +7,8 @@ answers (the way Discord's gateway hands events over); the channels interleave. 
 stored rows are the evidence: each message stored exactly once and in the order it was sent,
 each answered right after its question, and the summaries made meanwhile covering exactly the
 rows they claim, with each channel's planted fact carried forward and no other channel's.
+Halfway through, ``bot backup`` runs as another process against the same file: no "database
+is locked" there either, and its copy is consistent.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bot.app import open_app
 from bot.config import parse_config
@@ -51,6 +54,23 @@ def llm_process() -> Iterator[str]:
         server.wait(timeout=30)
 
 
+async def run_backup(config: Path, target: Path) -> tuple[int, bytes]:
+    """``bot backup`` as a process of its own, against the database the load is writing."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "backup",
+        "--config",
+        str(config),
+        str(target),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await process.communicate()
+    return process.returncode or 0, stderr
+
+
 def channel(n: int) -> Conversation:
     return Conversation(platform="slack", workspace=f"T{n % 3}", channel=f"C{n:03d}")
 
@@ -71,6 +91,8 @@ async def test_200_channels_of_50_messages_lose_nothing_and_keep_their_order(
         llm={"max_retries": 0, "timeout_seconds": 60},
     )
     config = parse_config(raw, {})
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(raw))
     caplog.set_level(logging.WARNING)
     async with open_app(config) as app:
         engine = app.engine
@@ -82,15 +104,26 @@ async def test_200_channels_of_50_messages_lose_nothing_and_keep_their_order(
             return n, i, await engine.handle_message(message)
 
         tasks: list[asyncio.Task[tuple[int, int, Reply | None]]] = []
+        backup: asyncio.Task[tuple[int, bytes]] | None = None
         for i in range(MESSAGES):
             for n in range(CHANNELS):
                 tasks.append(asyncio.create_task(send(n, i)))
             await asyncio.sleep(0)  # the next round arrives while this one is in flight
+            if i == MESSAGES // 2:  # an operator's backup from another process, mid-load
+                backup = asyncio.create_task(run_backup(config_file, tmp_path / "copy.sqlite3"))
         results = await asyncio.gather(*tasks)
+        assert backup is not None
+        backup_status, backup_stderr = await backup
         with sqlite3.connect(app.store.path) as reader:  # WAL: reads alongside the bot
             (summaries_before_drain,) = reader.execute("SELECT COUNT(*) FROM summaries").fetchone()
         await engine.drain()
         path = app.store.path
+
+    # The backup taken under load worked and is a consistent database.
+    assert backup_status == 0, backup_stderr
+    with sqlite3.connect(tmp_path / "copy.sqlite3") as copy:
+        assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert copy.execute("SELECT COUNT(*) FROM messages").fetchone()[0] > 0
 
     # Every reply delivered, to the message it answers.
     for n, i, reply in results:
@@ -142,6 +175,7 @@ async def test_200_channels_of_50_messages_lose_nothing_and_keep_their_order(
     # Nothing went wrong quietly: no locked database, no failed summary, no error.
     problems = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert problems == []
+    assert b"locked" not in backup_stderr
 
 
 async def test_a_long_message_and_the_short_one_after_it_are_stored_in_order(
