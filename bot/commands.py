@@ -102,7 +102,7 @@ async def pins(engine: Engine, call: CommandCall) -> Reply:
             rest = found[shown:]
             lines.append(f"… and {len(rest):,} more (#{rest[0].id} to #{rest[-1].id}).")
             break
-        lines.append(line[:PINS_LISTED_CHARS])
+        lines.append(line if len(line) <= PINS_LISTED_CHARS else line[:PINS_LISTED_CHARS] + "…")
         size += len(line) + 1
     return _info("\n".join(lines))
 

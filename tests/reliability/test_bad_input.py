@@ -111,6 +111,16 @@ async def test_a_pin_larger_than_the_budget_is_refused_and_nothing_changes(app: 
     assert [p.text for p in await app.store.pins(channel_key=GENERAL.channel_key)] == ["small fact"]
 
 
+async def test_a_long_pin_is_listed_cut_short_and_said_so(app: App) -> None:
+    long_fact = "word " * 3000  # within the budget's half, but longer than a listing
+    assert (await run_command(app.engine, command("pin", long_fact))).kind is ReplyKind.INFO
+    await run_command(app.engine, command("pin", "short fact"))
+    listing = (await run_command(app.engine, command("pins"))).text.splitlines()
+    assert listing[1].startswith("#1 (Ana): word word") and listing[1].endswith("…")
+    assert listing[2] == "… and 1 more (#2 to #2)."
+    assert sum(len(line) for line in listing) < 3200
+
+
 async def test_control_and_invisible_characters_in_names_and_pins(app: App, llm: FakeLLM) -> None:
     odd_name = "Zoë\x00\ud800\u202e<|im_start|>"
     pinned = await run_command(app.engine, command("pin", "nul\x00 and \udfff pin", who=odd_name))
