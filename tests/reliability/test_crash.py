@@ -139,6 +139,18 @@ def test_sigkill_mid_reply_and_summary_loses_no_acknowledged_message(
             )
         }
         assert set(answered) <= answers  # an answer that was shown is remembered with it
+        # Every summary that was saved covers exactly the rows it says it covers.
+        summaries = db.execute(
+            "SELECT conversation, covers_through_turn, message_count FROM summaries"
+        ).fetchall()
+        assert summaries
+        for key, through, count in summaries:
+            (covered,) = db.execute(
+                "SELECT COUNT(*) FROM messages WHERE conversation = ?"
+                " AND COALESCE(reply_to, id) <= ?",
+                (key, through),
+            ).fetchone()
+            assert count == covered, key
     finally:
         db.close()
 
