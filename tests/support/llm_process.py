@@ -1,8 +1,8 @@
 """The local OpenAI-compatible test server in a process of its own, answering like the test
 suite's ``respond`` (echo, or a fake summary) after a random delay of up to ``--max-delay``
 seconds. Prints its URL on the first line of standard output and serves until standard input
-closes. Load tests and bench scripts use it so the server's work does not share the event loop
-(or the interpreter) they measure.
+closes. The load test uses it so that the server's work does not share the bot's event loop
+(or interpreter).
 
     python -m tests.support.llm_process --max-delay 0.004 --seed 1
 """
