@@ -431,6 +431,23 @@ async def test_threads_start_from_their_root_and_the_bot_follows_its_threads(
         assert found is not None and found.content == "the build is green"
 
 
+async def test_a_reply_in_a_thread_while_the_bot_is_still_answering_there_is_answered(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    root = await slack.say("U2", "the deploy failed")
+    llm.script(Reply(text="looking into it", delay=0.5), "here is more")
+    thread = {"type": "message", "channel": "C1", "channel_type": "channel"}
+    thread |= {"thread_ts": root, "parent_user_id": "U2"}
+    mention = {**thread, "user": "U1", "text": f"<@{BOT_USER}> why?", "ts": "1800000001.000001"}
+    follow_up = {**thread, "user": "U1", "text": "and the logs?", "ts": "1800000002.000001"}
+    assert await slack.event(mention) == 200
+    assert await slack.event(follow_up) == 200  # sent before the first answer arrived
+    await slack.settle()
+    in_thread = [m["text"] for m in fake_slack.messages() if m.get("thread_ts") == root]
+    assert in_thread == ["looking into it", "here is more"]
+    assert chat_bodies(llm)[-1]["messages"][-1]["content"] == "[Ana] and the logs?"
+
+
 async def test_a_slow_command_is_acknowledged_before_its_work_is_done(
     slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
 ) -> None:

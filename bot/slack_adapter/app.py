@@ -262,6 +262,9 @@ class Listeners:
         accepted = await self.engine.accept(incoming)
         if accepted is None:
             return None
+        if incoming.conversation.thread is not None and isinstance(accepted, Pending):
+            # Followed from now on: a reply sent while this one is being answered is for it.
+            self._remember(self._joined_threads, incoming.conversation.key)
         return _Turn(incoming, accepted, str(event["channel"]), event.get("thread_ts"))
 
     async def _answer(self, turn: _Turn) -> None:
@@ -276,8 +279,6 @@ class Listeners:
             await self._delete(channel, placeholder)
             raise
         await self._deliver(channel, thread, incoming.author_id, reply, placeholder)
-        if thread and not _ephemeral(reply):
-            self._remember(self._joined_threads, incoming.conversation.key)
 
     async def _edit(self, body: dict[str, Any]) -> None:
         changed = (body.get("event") or {}).get("message") or {}
