@@ -1,18 +1,26 @@
 """Building each prompt under the token budget.
 
 Layout, in this order: one system message holding the system prompt, the pinned facts and
-the rolling summary (durable facts first, against "lost in the middle"); then as many recent
-turns as fit, oldest first; the current message last. Whole turns are kept or evicted, never
-half of one. Stored messages are never deleted here: the prompt is a view.
+the rolling summary (durable facts first, against "lost in the middle"); then, when recall is
+on and finds something, a second system message with earlier messages that may be relevant
+(:mod:`bot.recall`); then as many recent turns as fit, oldest first; the current message last.
+Whole turns are kept or evicted, never half of one. Stored messages are never deleted here:
+the prompt is a view.
+
+Recall holds back up to ``memory.recall_tokens`` while the recent turns are fitted, searches
+the messages older than the turns that fitted, and gives back what it did not use: when the
+turns were cut short by what it held, they are fitted again with only what recall used
+(stopping before a recalled turn, so nothing appears twice).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from bot.config import MemoryConfig, Strategy
-from bot.models import Pin, StoredMessage, Summary
+from bot.models import Pin, Role, StoredMessage, Summary
+from bot.recall import NOTHING, Recalled, Recaller
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
@@ -25,20 +33,22 @@ class PromptTooLarge(Exception):
     """What must be in the prompt does not fit the budget; the message says what to do."""
 
 
+LAYERS: tuple[str, ...] = ("system", "pins", "profile", "summary", "recall", "recent")
+"""The layers a prompt is made of, in prompt order."""
+
+
 @dataclass(frozen=True)
 class Breakdown:
-    system: int
-    pins: int
-    summary: int
-    recent: int
+    """Tokens per layer (a layer absent from ``layers`` takes none); they add up to the
+    prompt's tokens but for the reply priming."""
+
+    layers: Mapping[str, int]
+
+    def __getitem__(self, layer: str) -> int:
+        return self.layers.get(layer, 0)
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "system": self.system,
-            "pins": self.pins,
-            "summary": self.summary,
-            "recent": self.recent,
-        }
+        return {layer: self[layer] for layer in LAYERS}
 
 
 @dataclass(frozen=True)
@@ -54,10 +64,17 @@ class Prompt:
     pins: Sequence[Pin]
     turns_left_out: bool
     """Unsummarized turns were left out for lack of room."""
+    recalled: Sequence[StoredMessage] = field(default=())
+    """Earlier messages found by search, as shown (oldest first)."""
 
     @property
     def fill(self) -> float:
         return self.tokens / self.budget if self.budget else 1.0
+
+    @property
+    def fill_without_recall(self) -> float:
+        """The fill that decides on summaries: recall only takes room that is left."""
+        return (self.tokens - self.breakdown["recall"]) / self.budget if self.budget else 1.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,8 @@ class _Fit:
     """The turns kept in the prompt."""
     tokens: int
     left_out: bool
+    held_back: bool = False
+    """Stopped at a turn that did not fit beside the room held for recall."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -105,9 +124,11 @@ class Assembler:
         tokenizer: ChatTokenizer,
         memory: MemoryConfig,
         system_prompt: str,
+        recaller: Recaller | None = None,
     ) -> None:
         self._store = store
         self._memory = memory
+        self._recaller = recaller if recaller is not None and recaller.enabled else None
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self.system_tokens = self._count(system_prompt)
@@ -163,44 +184,106 @@ class Assembler:
         rows: Sequence[StoredMessage] = []
         recent = 0
         left_out = False
+        recalled = NOTHING
         if through_id is not None:
             after_turn = summary.covers_through_turn if summary else 0
+            hold = self._memory.recall_tokens if self._recaller is not None else 0
             fit = await self._fit_turns(
                 conversation_key=conversation_key,
                 through_id=through_id,
                 after_turn=after_turn,
                 available=budget - fixed,
                 current_id=current_id,
+                hold=hold,
             )
-            recent, left_out = fit.tokens, fit.left_out
-            if fit.turns:
-                rows = [
-                    row
-                    for row in await self._store.messages_between(
+            rows = await self._rows(conversation_key, fit, through_id)
+            if hold:
+                recalled = await self._recall(
+                    conversation_key,
+                    rows,
+                    through_id,
+                    current_id,
+                    pins,
+                    allowance=min(hold, budget - fixed - fit.tokens),
+                )
+                if fit.held_back and recalled.tokens < hold:
+                    fit = await self._fit_turns(
                         conversation_key=conversation_key,
-                        first_id=min(fit.turns),
                         through_id=through_id,
+                        after_turn=after_turn,
+                        available=budget - fixed,
+                        current_id=current_id,
+                        hold=recalled.tokens,
+                        stop_turns=frozenset(m.turn_id for m in recalled.messages),
                     )
-                    if row.turn_id in fit.turns
-                ]
+                    rows = await self._rows(conversation_key, fit, through_id)
+            recent, left_out = fit.tokens, fit.left_out
         messages = [{"role": "system", "content": self.head_text(pins, summary)}]
+        if recalled.messages:
+            messages.append(recalled.prompt_message())
         messages.extend(row.prompt_message() for row in rows)
         pins_part = self.pins_tokens(pins)
         summary_part = self._count(render_summary(summary)) if summary else 0
         return Prompt(
             messages=messages,
-            tokens=fixed + recent,
+            tokens=fixed + recalled.tokens + recent,
             budget=budget,
             breakdown=Breakdown(
-                system=head - pins_part - summary_part,
-                pins=pins_part,
-                summary=summary_part,
-                recent=recent,
+                {
+                    "system": head - pins_part - summary_part,
+                    "pins": pins_part,
+                    "summary": summary_part,
+                    "recall": recalled.tokens,
+                    "recent": recent,
+                }
             ),
             window=rows,
             summary=summary,
             pins=pins,
             turns_left_out=left_out,
+            recalled=recalled.messages,
+        )
+
+    async def _rows(
+        self, conversation_key: str, fit: _Fit, through_id: int
+    ) -> Sequence[StoredMessage]:
+        if not fit.turns:
+            return []
+        return [
+            row
+            for row in await self._store.messages_between(
+                conversation_key=conversation_key,
+                first_id=min(fit.turns),
+                through_id=through_id,
+            )
+            if row.turn_id in fit.turns
+        ]
+
+    async def _recall(
+        self,
+        conversation_key: str,
+        rows: Sequence[StoredMessage],
+        through_id: int,
+        current_id: int | None,
+        pins: Sequence[Pin],
+        *,
+        allowance: int,
+    ) -> Recalled:
+        """Search the messages older than the window, with the message being answered (for
+        ``/stats``: the newest user message in the window) as the query."""
+        assert self._recaller is not None
+        if current_id is not None:
+            query = next((row for row in reversed(rows) if row.id == current_id), None)
+        else:
+            query = next((row for row in reversed(rows) if row.role is Role.USER), None)
+        if query is None:
+            return NOTHING
+        return await self._recaller.recall(
+            conversation_key=conversation_key,
+            query=query,
+            before_id=rows[0].id if rows else through_id + 1,
+            pins=pins,
+            allowance=allowance,
         )
 
     async def _fit_turns(
@@ -211,8 +294,13 @@ class Assembler:
         after_turn: int,
         available: int,
         current_id: int | None,
+        hold: int = 0,
+        stop_turns: frozenset[int] = frozenset(),
     ) -> _Fit:
-        """Choose the newest turns that fit, reading only (id, turn, tokens) per message."""
+        """Choose the newest turns that fit, reading only (id, turn, tokens) per message.
+
+        Turns other than the current one leave ``hold`` tokens free (for recall); the fit
+        stops before a turn in ``stop_turns``."""
         max_turns = self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
         kept: set[int] = set()
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
@@ -247,10 +335,12 @@ class Assembler:
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
                     return _Fit(kept, available - remaining, True)
-                elif cost > remaining:
+                elif cost > remaining - hold:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
+                    return _Fit(kept, available - remaining, True, held_back=cost <= remaining)
+                elif turn_id in stop_turns:
                     return _Fit(kept, available - remaining, True)
                 kept.add(turn_id)
                 remaining -= cost

@@ -117,6 +117,37 @@ class Store(Protocol):
 
     async def count_messages(self, *, conversation_key: str) -> int: ...
 
+    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many indexed messages hold each full-text term (over every conversation)."""
+        ...
+
+    async def search_messages(
+        self, *, conversation_key: str, match: str, before_id: int, limit: int
+    ) -> Sequence[int]:
+        """Ids of the conversation's messages before ``before_id`` matching the FTS5 query
+        ``match``, best first."""
+        ...
+
+    async def messages_by_id(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        """The conversation's messages among ``ids``, oldest first."""
+        ...
+
+    async def save_vector(
+        self, *, message_id: int, content: str, model: str, vector: bytes
+    ) -> bool:
+        """Store a message's embedding unless the message is gone or no longer ``content``."""
+        ...
+
+    async def vector(self, *, message_id: int, model: str) -> bytes | None: ...
+
+    async def vectors(
+        self, *, conversation_key: str, before_id: int, model: str, limit: int
+    ) -> Sequence[tuple[int, bytes]]:
+        """``(id, vector)`` of the newest ``limit`` embedded messages before ``before_id``."""
+        ...
+
     async def add_pin(
         self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
     ) -> Pin: ...

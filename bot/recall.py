@@ -1,0 +1,224 @@
+"""Recall: the conversation's earlier messages that match the message being answered.
+
+Messages that have left the recent window (and those folded into the lossy summary) are still
+stored. For each prompt, the message being answered is the query: a full-text search (FTS5,
+see :mod:`bot.fulltext`) ranks the conversation's messages older than the window by bm25 and,
+when embeddings are on, a cosine search over their stored vectors ranks them by meaning; the
+two rankings are fused by reciprocal rank (each list contributes ``1 / (60 + rank)``). The
+best few single messages, with their date and author, go into the prompt as one system message
+after the summary and before the recent turns, within ``memory.recall_tokens``.
+
+Never recalled: another conversation's messages (a thread and its channel are separate), the
+message being answered, anything in the recent window of the same prompt, and messages whose
+text is already in a pin. The vector search is brute force in Python over the newest
+``memory.recall_vector_limit`` embedded messages of the conversation older than the window
+(the Python here cannot load SQLite extensions such as sqlite-vec).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import operator
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bot.config import MemoryConfig
+from bot.fulltext import match_expression, query_terms
+from bot.llm import Embedder, LLMError
+from bot.models import Pin, Role, StoredMessage
+from bot.store.base import Store
+from bot.tokens import MESSAGE_OVERHEAD
+
+log = logging.getLogger(__name__)
+
+RECALL_HEADING = (
+    "Earlier messages in this conversation that may be relevant (found by search, oldest "
+    "first; the recent messages follow):"
+)
+MAX_TERMS = 12
+"""The rarest terms of a query that are searched for."""
+COMMON_TERM_FLOOR = 200
+"""A term is too common to search for when more than this many stored messages, and more
+than a tenth of all stored messages, hold it (it would rank nothing and cost a long scan)."""
+_HITS = 24  # candidates read from each search
+_RRF_K = 60
+
+
+def vector_bytes(vector: Sequence[float]) -> bytes:
+    """A vector as stored: unit length, float32."""
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return array("f", (x / norm for x in vector)).tobytes()
+
+
+def render_line(message: StoredMessage) -> str:
+    when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+    who = message.author_name if message.role is Role.USER else "assistant"
+    return f"- {when} [{who}] {message.content}"
+
+
+@dataclass(frozen=True)
+class Recalled:
+    messages: Sequence[StoredMessage]
+    """Oldest first, as shown."""
+    text: str
+    tokens: int
+    """What the recall message costs in the prompt (0 when nothing was recalled)."""
+
+    def prompt_message(self) -> dict[str, str]:
+        return {"role": "system", "content": self.text}
+
+
+NOTHING = Recalled(messages=(), text="", tokens=0)
+
+
+class Recaller:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        count: Callable[[str], int],
+        memory: MemoryConfig,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self._store = store
+        self._count = count
+        self._memory = memory
+        self.embedder = embedder
+        self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
+
+    @property
+    def enabled(self) -> bool:
+        return self._memory.recall_tokens > 0
+
+    async def recall(
+        self,
+        *,
+        conversation_key: str,
+        query: StoredMessage,
+        before_id: int,
+        pins: Sequence[Pin],
+        allowance: int,
+    ) -> Recalled:
+        """The best earlier messages (ids below ``before_id``) that fit ``allowance`` tokens."""
+        if allowance <= self._heading_tokens or before_id <= 1:
+            return NOTHING
+        ranked = await self.search(
+            conversation_key=conversation_key, query=query, before_id=before_id, pins=pins
+        )
+        return self.fit(ranked, allowance)
+
+    async def search(
+        self, *, conversation_key: str, query: StoredMessage, before_id: int, pins: Sequence[Pin]
+    ) -> list[StoredMessage]:
+        """Candidates, best first."""
+        scores: dict[int, float] = {}
+        keyword = await self._keyword_ids(conversation_key, query.content, before_id)
+        vector = await self._vector_ids(conversation_key, query, before_id)
+        for ids in (keyword, vector):
+            for rank, message_id in enumerate(ids, 1):
+                scores[message_id] = scores.get(message_id, 0.0) + 1.0 / (_RRF_K + rank)
+        if not scores:
+            return []
+        found = await self._store.messages_by_id(conversation_key=conversation_key, ids=[*scores])
+        pinned = [pin.text for pin in pins]
+        seen: set[str] = set()
+        ranked: list[StoredMessage] = []
+        for message in sorted(found, key=lambda m: (-scores[m.id], -m.id)):
+            text = message.content.strip()
+            if message.id == query.id or text in seen or any(text in pin for pin in pinned):
+                continue
+            seen.add(text)
+            ranked.append(message)
+        return ranked
+
+    def fit(self, ranked: Sequence[StoredMessage], allowance: int) -> Recalled:
+        chosen: list[StoredMessage] = []
+        used = self._heading_tokens
+        for message in ranked:
+            if len(chosen) >= self._memory.recall_messages:
+                break
+            cost = self._count(render_line(message)) + 1
+            if used + cost <= allowance:
+                chosen.append(message)
+                used += cost
+        while chosen:
+            shown = sorted(chosen, key=lambda m: m.id)
+            text = "\n".join([RECALL_HEADING, *(render_line(m) for m in shown)])
+            tokens = self._count(text) + MESSAGE_OVERHEAD
+            if tokens <= allowance:
+                return Recalled(messages=shown, text=text, tokens=tokens)
+            chosen.pop()  # the lowest ranked; the estimate was a token or two short
+        return NOTHING
+
+    async def _keyword_ids(self, conversation_key: str, text: str, before_id: int) -> list[int]:
+        terms = query_terms(text)
+        if not terms:
+            return []
+        counts = await self._store.term_counts(terms)
+        common = max(COMMON_TERM_FLOOR, before_id // 10)
+        usable = sorted(
+            (t for t in terms if 0 < counts.get(t, 0) <= common), key=lambda t: counts[t]
+        )
+        if not usable:
+            return []
+        return list(
+            await self._store.search_messages(
+                conversation_key=conversation_key,
+                match=match_expression(usable[:MAX_TERMS]),
+                before_id=before_id,
+                limit=_HITS,
+            )
+        )
+
+    async def _vector_ids(
+        self, conversation_key: str, query: StoredMessage, before_id: int
+    ) -> list[int]:
+        if self.embedder is None or not self._memory.recall_embeddings:
+            return []
+        model = self.embedder.model
+        stored = await self._store.vector(message_id=query.id, model=model)
+        if stored is None:
+            try:
+                stored = vector_bytes((await self.embedder.embed([query.content]))[0])
+            except LLMError as exc:
+                log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
+                return []
+        wanted = array("f")
+        wanted.frombytes(stored)
+        rows = await self._store.vectors(
+            conversation_key=conversation_key,
+            before_id=before_id,
+            model=model,
+            limit=self._memory.recall_vector_limit,
+        )
+        similar: list[tuple[float, int]] = []
+        floor = self._memory.recall_min_similarity
+        for message_id, blob in rows:
+            vector = array("f")
+            vector.frombytes(blob)
+            if len(vector) != len(wanted):
+                continue
+            similarity = sum(map(operator.mul, wanted, vector))
+            if similarity >= floor:
+                similar.append((similarity, message_id))
+        similar.sort(reverse=True)
+        return [message_id for _, message_id in similar[:_HITS]]
+
+    async def embed_message(self, message: StoredMessage) -> None:
+        """Store the message's vector (called in the background; failures are logged)."""
+        if self.embedder is None or not message.content.strip():
+            return
+        try:
+            vector = (await self.embedder.embed([message.content]))[0]
+        except LLMError as exc:
+            log.warning("embedding message %d failed (%s); keyword recall only", message.id, exc)
+            return
+        await self._store.save_vector(
+            message_id=message.id,
+            content=message.content,
+            model=self.embedder.model,
+            vector=vector_bytes(vector),
+        )
