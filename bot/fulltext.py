@@ -16,19 +16,12 @@ an FTS5 syntax error, and ``"``, ``*``, ``NEAR``, ``AND``, ``-`` and the like ar
 from __future__ import annotations
 
 import re
-import unicodedata
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[^\W_]+")
 MAX_QUERY_TERMS = 64
 """The most distinct terms read from one query (a long paste is cut there)."""
-
-
-def _fold(word: str) -> str:
-    """Case and diacritics folded, as ``unicode61`` folds them (``Zoë`` → ``zoe``)."""
-    decomposed = unicodedata.normalize("NFKD", word.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _pairs(run: str) -> list[str]:
@@ -55,13 +48,13 @@ def query_terms(text: str) -> list[str]:
     position = 0
     for match in _CJK_RUN.finditer(text):
         for word in _WORD.findall(text[position : match.start()]):
-            add(_fold(word))
+            add(word.lower())
         run = match.group()
         for pair in _pairs(run) or [run]:
             add(pair)
         position = match.end()
     for word in _WORD.findall(text[position:]):
-        add(_fold(word))
+        add(word.lower())
     return terms
 
 

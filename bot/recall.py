@@ -43,6 +43,9 @@ MAX_TERMS = 12
 COMMON_TERM_FLOOR = 200
 """A term is too common to search for when more than this many stored messages, and more
 than a tenth of all stored messages, hold it (it would rank nothing and cost a long scan)."""
+MIN_KEYWORD_SCORE = 0.5
+"""The least bm25 score of a keyword match: matching only words that a good share of all
+messages hold ("the", "是什") is no match."""
 _HITS = 24  # candidates read from each search
 _RRF_K = 60
 
@@ -164,14 +167,13 @@ class Recaller:
         )
         if not usable:
             return []
-        return list(
-            await self._store.search_messages(
-                conversation_key=conversation_key,
-                match=match_expression(usable[:MAX_TERMS]),
-                before_id=before_id,
-                limit=_HITS,
-            )
+        hits = await self._store.search_messages(
+            conversation_key=conversation_key,
+            match=match_expression(usable[:MAX_TERMS]),
+            before_id=before_id,
+            limit=_HITS,
         )
+        return [message_id for message_id, score in hits if score >= MIN_KEYWORD_SCORE]
 
     async def _vector_ids(
         self, conversation_key: str, query: StoredMessage, before_id: int

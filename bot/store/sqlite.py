@@ -411,16 +411,17 @@ class SqliteStore:
 
     async def search_messages(
         self, *, conversation_key: str, match: str, before_id: int, limit: int
-    ) -> Sequence[int]:
-        """Ids of the conversation's messages before ``before_id`` matching the FTS5 query
-        ``match``, best first (bm25)."""
+    ) -> Sequence[tuple[int, float]]:
+        """``(id, bm25 score)`` of the conversation's messages before ``before_id`` matching
+        the FTS5 query ``match``, best first (the higher the score, the better)."""
         rows = await self._db.execute_fetchall(
-            "SELECT m.id FROM message_index CROSS JOIN messages m ON m.id = message_index.rowid"
+            "SELECT m.id, -bm25(message_index) AS score"
+            " FROM message_index CROSS JOIN messages m ON m.id = message_index.rowid"
             " WHERE message_index MATCH ? AND message_index.rowid < ? AND m.conversation = ?"
-            " ORDER BY bm25(message_index) LIMIT ?",
+            " ORDER BY score DESC LIMIT ?",
             (match, before_id, conversation_key, limit),
         )
-        return [int(row[0]) for row in rows]
+        return [(int(row[0]), float(row[1])) for row in rows]
 
     async def messages_by_id(
         self, *, conversation_key: str, ids: Sequence[int]
