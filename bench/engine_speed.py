@@ -312,6 +312,7 @@ class Sample:
     build: float
     prompt_tokens: int
     prompt_messages: int
+    recalled: int
     # Not the Prompt itself: keeping hundreds of built prompts alive would make the garbage
     # collector's full passes, and so the measured turns they land on, far slower.
 
@@ -363,6 +364,7 @@ async def one_turn(
         build=t2 - t1,
         prompt_tokens=prompt.tokens,
         prompt_messages=len(prompt.messages),
+        recalled=len(prompt.recalled),
     )
 
 
@@ -388,7 +390,7 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[index]
 
 
-def make_config(db_path: Path, strategy: Strategy, budget: int) -> Config:
+def make_config(db_path: Path, strategy: Strategy, budget: int, recall_tokens: int = 0) -> Config:
     raw = {
         "system_prompt": SYSTEM_PROMPT,
         "llm": {
@@ -396,7 +398,11 @@ def make_config(db_path: Path, strategy: Strategy, budget: int) -> Config:
             "chat_model": "gpt-4o-mini",
             "summary_model": "gpt-4o-mini",
         },
-        "memory": {"strategy": strategy.value, "max_context_tokens": budget},
+        "memory": {
+            "strategy": strategy.value,
+            "max_context_tokens": budget,
+            "recall_tokens": recall_tokens,
+        },
         "storage": {"path": str(db_path)},
         "logging": {"level": "WARNING"},
     }
@@ -407,7 +413,9 @@ async def open_size(
     size: int, *, args: argparse.Namespace, folder: Path, stack: AsyncExitStack
 ) -> Result:
     """A fresh database of ``size`` messages, wired like the bot; open until ``stack`` ends."""
-    config = make_config(folder / f"history-{size}.sqlite3", args.strategy, args.budget)
+    config = make_config(
+        folder / f"history-{size}.sqlite3", args.strategy, args.budget, args.recall_tokens
+    )
     app = await stack.enter_async_context(open_app(config))
     started = time.perf_counter()
     await prefill(app.engine, size, seed=args.seed)
@@ -498,22 +506,24 @@ def report(results: Sequence[Result], args: argparse.Namespace) -> bool:
     header = (
         f"{'history':>9} | {'median':>7} | {'p90':>7} | {'p99':>7} | {'mean':>7} | "
         f"{'record':>7} | {'build':>7} | {'msgs':>5} | {'tokens/budget':>13} | "
-        f"{'vs ' + format(results[0].size, ','):>9} | {'prefill':>8}"
+        f"{'vs ' + format(results[0].size, ','):>9} | {'prefill':>8} | {'recalled':>8}"
     )
     print("\nper turn, ms (record + build); record/build are medians of each part;")
-    print("msgs = messages in the built prompt incl. the system message (median)")
+    print("msgs = messages in the built prompt incl. the system message (median); recalled =")
+    print("earlier messages found by search per prompt (mean)")
     print(header)
     print("-" * len(header))
     for r in results:
         total = r.ms()
         tokens = statistics.median(s.prompt_tokens for s in r.samples)
         msgs = statistics.median(s.prompt_messages for s in r.samples)
+        recalled = statistics.fmean(s.recalled for s in r.samples)
         print(
             f"{r.size:>9,} | {statistics.median(total):7.3f} | {percentile(total, 90):7.3f} | "
             f"{percentile(total, 99):7.3f} | {statistics.fmean(total):7.3f} | "
             f"{statistics.median(r.ms('record')):7.3f} | {statistics.median(r.ms('build')):7.3f} | "
             f"{msgs:5.0f} | {tokens:6.0f}/{args.budget:<6} | {r.median / base:8.2f}x | "
-            f"{r.prefill_s:7.1f}s"
+            f"{r.prefill_s:7.1f}s | {recalled:8.1f}"
         )
     largest = results[-1]
     ratio = max(r.median for r in results) / base
@@ -556,6 +566,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--budget", type=int, default=8000, help="memory.max_context_tokens")
     parser.add_argument(
+        "--recall-tokens",
+        type=int,
+        default=0,
+        help="memory.recall_tokens (default 0: recall off, as the figures before recall)",
+    )
+    parser.add_argument(
         "--db-dir",
         type=Path,
         default=None,
@@ -586,6 +602,7 @@ async def main_async(args: argparse.Namespace) -> bool:
         print("  " + fact)
     print(
         f"  strategy {args.strategy.value}, budget {args.budget}, "
+        f"recall {args.recall_tokens or 'off'}, "
         f"{args.turns} measured turns after {args.warmup} warm-up per size (sizes interleaved), "
         f"seed {args.seed}, "
         f"history {'grows' if args.grow else 'held at N'}"
