@@ -348,6 +348,7 @@ async def one_turn(
         through_id=stored.id,
         current_id=stored.id,
         budget=engine.budget(),
+        query=stored,
     )
     t2 = time.perf_counter()
     if profiler is not None:

@@ -7,10 +7,11 @@ on and finds something, a second system message with earlier messages that may b
 Whole turns are kept or evicted, never half of one. Stored messages are never deleted here:
 the prompt is a view.
 
-Recall holds back up to ``memory.recall_tokens`` while the recent turns are fitted, searches
-the messages older than the turns that fitted, and gives back what it did not use: when the
-turns were cut short by what it held, they are fitted again with only what recall used
-(stopping before a recalled turn, so nothing appears twice).
+Recall searches first, with the message being answered as the query, and holds back what its
+best matches would take (at most ``memory.recall_tokens``) while the recent turns are fitted;
+then it shows the matches older than the turns that fitted, so nothing appears twice. When
+matches fell inside the window and what recall held back would now fit the turn it kept out,
+the turns are fitted again with only what recall used (stopping before a recalled turn).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from dataclasses import dataclass, field
 
 from bot.config import MemoryConfig, Strategy
 from bot.models import Pin, Role, StoredMessage, Summary
-from bot.recall import NOTHING, Recalled, Recaller
+from bot.recall import NOTHING, Recaller
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 _FIRST_BATCH, _MAX_BATCH = 64, 1024
+_QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
 
 
 class PromptTooLarge(Exception):
@@ -83,8 +85,8 @@ class _Fit:
     """The turns kept in the prompt."""
     tokens: int
     left_out: bool
-    held_back: bool = False
-    """Stopped at a turn that did not fit beside the room held for recall."""
+    next_cost: int | None = None
+    """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -159,10 +161,12 @@ class Assembler:
         through_id: int | None,
         current_id: int | None,
         budget: int,
+        query: StoredMessage | None = None,
     ) -> Prompt:
         """Fit a prompt for the conversation up to message ``through_id`` into ``budget``.
 
-        ``current_id`` names the message being answered: it must be in the prompt, last.
+        ``current_id`` names the message being answered: it must be in the prompt, last;
+        ``query``, that message when the caller has it at hand (recall searches with it).
         Raises :class:`PromptTooLarge` when the system prompt, pins and that message alone
         exceed the budget.
         """
@@ -187,7 +191,11 @@ class Assembler:
         recalled = NOTHING
         if through_id is not None:
             after_turn = summary.covers_through_turn if summary else 0
-            hold = self._memory.recall_tokens if self._recaller is not None else 0
+            found: Sequence[StoredMessage] = []
+            if self._recaller is not None:
+                found = await self._search(conversation_key, through_id, current_id, query, pins)
+            recall_tokens = self._memory.recall_tokens
+            hold = self._recaller.fit(found, recall_tokens).tokens if self._recaller else 0
             fit = await self._fit_turns(
                 conversation_key=conversation_key,
                 through_id=through_id,
@@ -197,16 +205,13 @@ class Assembler:
                 hold=hold,
             )
             rows = await self._rows(conversation_key, fit, through_id)
-            if hold:
-                recalled = await self._recall(
-                    conversation_key,
-                    rows,
-                    through_id,
-                    current_id,
-                    pins,
-                    allowance=min(hold, budget - fixed - fit.tokens),
+            if found and self._recaller is not None:
+                start = rows[0].id if rows else through_id + 1
+                left = budget - fixed - fit.tokens
+                recalled = self._recaller.fit(
+                    [m for m in found if m.id < start], min(recall_tokens, left)
                 )
-                if fit.held_back and recalled.tokens < hold:
+                if fit.next_cost is not None and fit.next_cost <= left - recalled.tokens:
                     fit = await self._fit_turns(
                         conversation_key=conversation_key,
                         through_id=through_id,
@@ -259,31 +264,34 @@ class Assembler:
             if row.turn_id in fit.turns
         ]
 
-    async def _recall(
+    async def _search(
         self,
         conversation_key: str,
-        rows: Sequence[StoredMessage],
         through_id: int,
         current_id: int | None,
+        query: StoredMessage | None,
         pins: Sequence[Pin],
-        *,
-        allowance: int,
-    ) -> Recalled:
-        """Search the messages older than the window, with the message being answered (for
-        ``/stats``: the newest user message in the window) as the query."""
+    ) -> Sequence[StoredMessage]:
+        """Recall's candidates, best first, searched with the message being answered (for
+        ``/stats``: the newest user message)."""
         assert self._recaller is not None
-        if current_id is not None:
-            query = next((row for row in reversed(rows) if row.id == current_id), None)
-        else:
-            query = next((row for row in reversed(rows) if row.role is Role.USER), None)
+        if query is None or query.id != current_id:
+            if current_id is not None:
+                found = await self._store.messages_by_id(
+                    conversation_key=conversation_key, ids=[current_id]
+                )
+            else:
+                found = await self._store.recent_messages(
+                    conversation_key=conversation_key,
+                    through_id=through_id,
+                    after_turn=0,
+                    limit=_QUERY_LOOKBACK,
+                )
+            query = next((m for m in found if m.role is Role.USER), None)
         if query is None:
-            return NOTHING
-        return await self._recaller.recall(
-            conversation_key=conversation_key,
-            query=query,
-            before_id=rows[0].id if rows else through_id + 1,
-            pins=pins,
-            allowance=allowance,
+            return []
+        return await self._recaller.search(
+            conversation_key=conversation_key, query=query, before_id=query.id, pins=pins
         )
 
     async def _fit_turns(
@@ -339,7 +347,7 @@ class Assembler:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return _Fit(kept, available - remaining, True, held_back=cost <= remaining)
+                    return _Fit(kept, available - remaining, True, next_cost=cost)
                 elif turn_id in stop_turns:
                     return _Fit(kept, available - remaining, True)
                 kept.add(turn_id)

@@ -230,6 +230,7 @@ class Engine:
                 through_id=stored.id,
                 current_id=stored.id,
                 budget=budget,
+                query=stored,
             )
             try:
                 completion = await self.chat.complete(

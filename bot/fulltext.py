@@ -15,6 +15,7 @@ an FTS5 syntax error, and ``"``, ``*``, ``NEAR``, ``AND``, ``-`` and the like ar
 
 from __future__ import annotations
 
+import json
 import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
@@ -33,6 +34,18 @@ def index_text(text: str) -> str:
     if _CJK_RUN.search(text) is None:
         return text
     return _CJK_RUN.sub(lambda m: f" {' '.join([*m.group(), *_pairs(m.group())])} ", text)
+
+
+def document_terms(text: str) -> str:
+    """The distinct terms ``text`` is indexed under, as a JSON array: lowercased words, CJK
+    characters and character pairs. Their counts over all messages tell how common a query
+    term is without scanning the index."""
+    terms = {word.lower() for word in _WORD.findall(_CJK_RUN.sub(" ", text))}
+    for match in _CJK_RUN.finditer(text):
+        run = match.group()
+        terms.update(run)
+        terms.update(_pairs(run))
+    return json.dumps(sorted(terms), ensure_ascii=False)
 
 
 def query_terms(text: str) -> list[str]:

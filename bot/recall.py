@@ -38,15 +38,17 @@ RECALL_HEADING = (
     "Earlier messages in this conversation that may be relevant (found by search, oldest "
     "first; the recent messages follow):"
 )
-MAX_TERMS = 12
+MAX_TERMS = 8
 """The rarest terms of a query that are searched for."""
-COMMON_TERM_FLOOR = 200
-"""A term is too common to search for when more than this many stored messages, and more
-than a tenth of all stored messages, hold it (it would rank nothing and cost a long scan)."""
+COMMON_TERM_DOCS = 200
+"""A term held by more stored messages than this is left out of the search: it would rank
+little, and scoring every message that holds it would cost a long scan each turn."""
 MIN_KEYWORD_SCORE = 0.5
 """The least bm25 score of a keyword match: matching only words that a good share of all
 messages hold ("the", "是什") is no match."""
 _HITS = 24  # candidates read from each search
+_LINE_COSTS = 4096
+_ESTIMATE_SLACK = 8  # lines counted one by one may come to a few tokens more than together
 _RRF_K = 60
 
 
@@ -91,32 +93,16 @@ class Recaller:
         self._memory = memory
         self.embedder = embedder
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
+        self._line_costs: dict[tuple[int, str], int] = {}
 
     @property
     def enabled(self) -> bool:
         return self._memory.recall_tokens > 0
 
-    async def recall(
-        self,
-        *,
-        conversation_key: str,
-        query: StoredMessage,
-        before_id: int,
-        pins: Sequence[Pin],
-        allowance: int,
-    ) -> Recalled:
-        """The best earlier messages (ids below ``before_id``) that fit ``allowance`` tokens."""
-        if allowance <= self._heading_tokens or before_id <= 1:
-            return NOTHING
-        ranked = await self.search(
-            conversation_key=conversation_key, query=query, before_id=before_id, pins=pins
-        )
-        return self.fit(ranked, allowance)
-
     async def search(
         self, *, conversation_key: str, query: StoredMessage, before_id: int, pins: Sequence[Pin]
     ) -> list[StoredMessage]:
-        """Candidates, best first."""
+        """Candidates before ``before_id``, best first."""
         scores: dict[int, float] = {}
         keyword = await self._keyword_ids(conversation_key, query.content, before_id)
         vector = await self._vector_ids(conversation_key, query, before_id)
@@ -138,13 +124,16 @@ class Recaller:
         return ranked
 
     def fit(self, ranked: Sequence[StoredMessage], allowance: int) -> Recalled:
+        """The best of ``ranked`` that fit in ``allowance`` tokens, as the prompt shows them."""
         chosen: list[StoredMessage] = []
         used = self._heading_tokens
+        if allowance <= used:
+            return NOTHING
         for message in ranked:
             if len(chosen) >= self._memory.recall_messages:
                 break
-            cost = self._count(render_line(message)) + 1
-            if used + cost <= allowance:
+            cost = self._line_cost(message)
+            if used + cost <= allowance + _ESTIMATE_SLACK:
                 chosen.append(message)
                 used += cost
         while chosen:
@@ -153,17 +142,26 @@ class Recaller:
             tokens = self._count(text) + MESSAGE_OVERHEAD
             if tokens <= allowance:
                 return Recalled(messages=shown, text=text, tokens=tokens)
-            chosen.pop()  # the lowest ranked; the estimate was a token or two short
+            chosen.pop()  # the lowest ranked: lines counted apart are a few tokens off
         return NOTHING
+
+    def _line_cost(self, message: StoredMessage) -> int:
+        """Tokens of the message's line (counted once: each prompt fits candidates twice)."""
+        key = (message.id, message.content)
+        cost = self._line_costs.get(key)
+        if cost is None:
+            if len(self._line_costs) >= _LINE_COSTS:
+                self._line_costs.clear()
+            cost = self._line_costs[key] = self._count(render_line(message)) + 1
+        return cost
 
     async def _keyword_ids(self, conversation_key: str, text: str, before_id: int) -> list[int]:
         terms = query_terms(text)
         if not terms:
             return []
         counts = await self._store.term_counts(terms)
-        common = max(COMMON_TERM_FLOOR, before_id // 10)
         usable = sorted(
-            (t for t in terms if 0 < counts.get(t, 0) <= common), key=lambda t: counts[t]
+            (t for t in terms if 0 < counts.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: counts[t]
         )
         if not usable:
             return []

@@ -175,6 +175,9 @@ async def test_reset_removes_messages_from_the_index_and_vectors(
     stored = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     assert indexed == vectors == stored == 1 + 3 + 2  # random's message; general since reset
     assert db.execute("SELECT rowid FROM message_index WHERE message_index MATCH '7719'").fetchall()
+    docs = dict(db.execute("SELECT term, docs FROM message_index_terms").fetchall())
+    # random's message, the question and its (echoed) answer
+    assert (docs["4242"], docs["7719"], docs["vault"]) == (0, 1, 3)
 
 
 async def test_deleting_and_editing_a_message_update_what_recall_finds(
@@ -191,9 +194,12 @@ async def test_deleting_and_editing_a_message_update_what_recall_finds(
         block = recall_block(last_prompt(llm))
         await engine.handle_message(said("and the locker code?", addressed=True))
         locker = recall_block(last_prompt(llm))
+        docs = await app.store.term_counts(["4242", "1111", "9090", "locker", "vault"])
     assert "4242" not in block
     assert "[Ana] the vault code is now 9090" in block
     assert "1111" not in locker
+    # how common each term is follows too (the questions and their echoed answers count)
+    assert docs == {"4242": 0, "1111": 0, "9090": 1, "locker": 2, "vault": 3}
 
 
 async def test_stats_shows_each_layers_share_including_recall(

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiosqlite
 
-from bot.fulltext import index_text
+from bot.fulltext import document_terms, index_text
 from bot.models import Conversation, Pin, Role, StoredMessage, Summary, render_content
 from bot.store import archive
 from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
@@ -87,14 +87,18 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 2: recall. A full-text index of every message (rowid = messages.id, the text as
-    # bot.fulltext.index_text spells it, through the recall_text function every connection
-    # registers), kept by triggers in the statement that changes the message; the messages'
-    # embedding vectors, dropped with the message or when its text changes.
+    # bot.fulltext.index_text spells it) and how many messages hold each term, kept by
+    # triggers in the statement that changes the message (through the recall_text and
+    # recall_terms functions every connection registers); the messages' embedding vectors,
+    # dropped with the message or when its text changes.
     """
     CREATE VIRTUAL TABLE message_index USING fts5 (
         body, tokenize = 'unicode61 remove_diacritics 2'
     );
-    CREATE VIRTUAL TABLE message_index_terms USING fts5vocab (message_index, 'row');
+    CREATE TABLE message_index_terms (
+        term TEXT PRIMARY KEY,
+        docs INTEGER NOT NULL
+    ) WITHOUT ROWID;
     CREATE TABLE message_vectors (
         message_id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
         model TEXT NOT NULL,
@@ -102,15 +106,28 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE TRIGGER message_index_insert AFTER INSERT ON messages BEGIN
         INSERT INTO message_index (rowid, body) VALUES (new.id, recall_text(new.content));
+        INSERT INTO message_index_terms (term, docs)
+            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
+            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
     END;
     CREATE TRIGGER message_index_update AFTER UPDATE OF content ON messages BEGIN
         UPDATE message_index SET body = recall_text(new.content) WHERE rowid = new.id;
+        UPDATE message_index_terms SET docs = docs - 1
+            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
+        INSERT INTO message_index_terms (term, docs)
+            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
+            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
         DELETE FROM message_vectors WHERE message_id = new.id;
     END;
     CREATE TRIGGER message_index_delete AFTER DELETE ON messages BEGIN
         DELETE FROM message_index WHERE rowid = old.id;
+        UPDATE message_index_terms SET docs = docs - 1
+            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
     END;
     INSERT INTO message_index (rowid, body) SELECT id, recall_text(content) FROM messages;
+    INSERT INTO message_index_terms (term, docs)
+        SELECT value, COUNT(*) FROM messages, json_each(recall_terms(messages.content))
+        GROUP BY value;
     """,
 )
 
@@ -197,6 +214,7 @@ class SqliteStore:
             await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute("PRAGMA foreign_keys = ON")
             await db.create_function("recall_text", 1, index_text, deterministic=True)
+            await db.create_function("recall_terms", 1, document_terms, deterministic=True)
             await store._migrate()
         except Exception:
             await db.close()
@@ -399,12 +417,12 @@ class SqliteStore:
     # -- recall ---------------------------------------------------------------------------
 
     async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many indexed messages hold each term (over every conversation)."""
+        """How many stored messages hold each term (over every conversation)."""
         if not terms:
             return {}
         marks = ", ".join("?" for _ in terms)
         rows = await self._db.execute_fetchall(
-            f"SELECT term, doc FROM message_index_terms WHERE term IN ({marks})",  # noqa: S608
+            f"SELECT term, docs FROM message_index_terms WHERE term IN ({marks})",  # noqa: S608
             list(terms),
         )
         return {str(row[0]): int(row[1]) for row in rows}
