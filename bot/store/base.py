@@ -165,7 +165,8 @@ class Store(Protocol):
         ...
 
     async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
-        """Delete the conversation's messages and summaries (and its channel's pins)."""
+        """Delete the conversation's messages (with their search index entries and vectors)
+        and summaries (and its channel's pins)."""
         ...
 
     async def record_usage(

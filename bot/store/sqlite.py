@@ -216,6 +216,14 @@ class SqliteStore:
             await db.create_function("recall_text", 1, index_text, deterministic=True)
             await db.create_function("recall_terms", 1, document_terms, deterministic=True)
             await store._migrate()
+        except sqlite3.OperationalError as exc:
+            await db.close()
+            if "fts5" in str(exc):
+                raise DatabaseError(
+                    f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, which recall's "
+                    "search index needs; use a standard CPython build (or the Docker image)"
+                ) from exc
+            raise
         except Exception:
             await db.close()
             raise
