@@ -123,8 +123,10 @@ class Engine:
     def budget(self) -> int:
         return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
 
-    async def record(self, message: IncomingMessage) -> StoredMessage:
-        """Store a message without answering it."""
+    async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
+        """Store a message without answering it (``embed``: and embed it in the background,
+        when recall by meaning is on; a message about to be answered is embedded as recall's
+        query instead)."""
         text = clean_text(message.text)
         name = clean_text(message.author_name) or message.author_id
         stored = await self.store.add_message(
@@ -138,7 +140,8 @@ class Engine:
             created_at=message.sent_at.timestamp(),
         )
         self.observer.message_in(platform=message.conversation.platform)
-        self._embed(stored)
+        if embed:
+            self._embed(stored)
         return stored
 
     def _embed(self, stored: StoredMessage) -> None:
@@ -162,7 +165,7 @@ class Engine:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
         conversation = message.conversation
-        stored = await self.record(message)
+        stored = await self.record(message, embed=not message.addressed)
         if not message.addressed:
             return None
         self._awaiting.setdefault(conversation.key, set()).add(stored.id)

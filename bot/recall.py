@@ -186,6 +186,9 @@ class Recaller:
             except LLMError as exc:
                 log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
                 return []
+            await self._store.save_vector(
+                message_id=query.id, content=query.content, model=model, vector=stored
+            )
         wanted = array("f")
         wanted.frombytes(stored)
         rows = await self._store.vectors(

@@ -264,11 +264,11 @@ async def test_embeddings_recall_a_message_that_shares_no_word_with_the_question
         assert ("tangerine-42" in block) is embeddings
     embedded = [r.body for r in llm.requests if r.path == "/v1/embeddings"]
     assert embedded and all(body["model"] == "embed-small" for body in embedded)
+    texts = [text for body in embedded for text in body["input"]]
     db = sqlite3.connect(tmp_path / "True.sqlite3")
-    assert (
-        db.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0]
-        == db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
-    )
+    stored = [row[0] for row in db.execute("SELECT content FROM messages ORDER BY id")]
+    assert sorted(texts) == sorted(stored), "each message embedded once (the question too)"
+    assert db.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(stored)
 
 
 async def test_a_failing_embeddings_endpoint_leaves_keyword_recall_working(
