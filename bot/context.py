@@ -29,6 +29,7 @@ PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numb
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 _FIRST_BATCH, _MAX_BATCH = 64, 1024
 _QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
+_WINDOW_STARTS = 10_000  # conversations whose last window start is remembered
 
 
 class PromptTooLarge(Exception):
@@ -131,6 +132,8 @@ class Assembler:
         self._store = store
         self._memory = memory
         self._recaller = recaller if recaller is not None and recaller.enabled else None
+        self._window_starts: dict[str, int] = {}
+        """Per conversation, the first message id of the last prompt's recent turns."""
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self.system_tokens = self._count(system_prompt)
@@ -194,8 +197,13 @@ class Assembler:
             found: Sequence[StoredMessage] = []
             if self._recaller is not None:
                 found = await self._search(conversation_key, through_id, current_id, query, pins)
+            # Matches where the last prompt's recent turns began, or later, are likely in the
+            # window again: what the others take is held back.
+            expected = self._window_starts.get(conversation_key, through_id + 1)
+            likely = [m for m in found if m.id < expected]
             recall_tokens = self._memory.recall_tokens
-            hold = self._recaller.fit(found, recall_tokens).tokens if self._recaller else 0
+            planned = self._recaller.fit(likely, recall_tokens) if self._recaller else NOTHING
+            hold = planned.tokens
             fit = await self._fit_turns(
                 conversation_key=conversation_key,
                 through_id=through_id,
@@ -207,9 +215,13 @@ class Assembler:
             rows = await self._rows(conversation_key, fit, through_id)
             if found and self._recaller is not None:
                 start = rows[0].id if rows else through_id + 1
+                self._remember_start(conversation_key, start)
                 left = budget - fixed - fit.tokens
-                recalled = self._recaller.fit(
-                    [m for m in found if m.id < start], min(recall_tokens, left)
+                older = [m for m in found if m.id < start]
+                recalled = (
+                    planned
+                    if older == likely and planned.tokens <= min(recall_tokens, left)
+                    else self._recaller.fit(older, min(recall_tokens, left))
                 )
                 if fit.next_cost is not None and fit.next_cost <= left - recalled.tokens:
                     fit = await self._fit_turns(
@@ -263,6 +275,14 @@ class Assembler:
             )
             if row.turn_id in fit.turns
         ]
+
+    def _remember_start(self, conversation_key: str, start: int) -> None:
+        if (
+            len(self._window_starts) >= _WINDOW_STARTS
+            and conversation_key not in self._window_starts
+        ):
+            self._window_starts.clear()
+        self._window_starts[conversation_key] = start
 
     async def _search(
         self,

@@ -89,11 +89,12 @@ class Engine:
         self.tokenizer = tokenizer
         self.calibrator = calibrator
         self.observer: Observer = observer or NoObserver()
+        memory = config.memory
         self.recaller = Recaller(
             store=store,
             count=tokenizer.count,
             memory=config.memory,
-            embedder=embedder if config.memory.recall_embeddings else None,
+            embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
         )
         self.assembler = Assembler(
             store=store,

@@ -104,14 +104,19 @@ class Recaller:
     ) -> list[StoredMessage]:
         """Candidates before ``before_id``, best first."""
         scores: dict[int, float] = {}
-        keyword = await self._keyword_ids(conversation_key, query.content, before_id)
+        keyword = await self._keyword_hits(conversation_key, query.content, before_id)
         vector = await self._vector_ids(conversation_key, query, before_id)
-        for ids in (keyword, vector):
+        for ids in ([m.id for m in keyword], vector):
             for rank, message_id in enumerate(ids, 1):
                 scores[message_id] = scores.get(message_id, 0.0) + 1.0 / (_RRF_K + rank)
         if not scores:
             return []
-        found = await self._store.messages_by_id(conversation_key=conversation_key, ids=[*scores])
+        found = list(keyword)
+        missing = [message_id for message_id in vector if message_id not in {m.id for m in found}]
+        if missing:
+            found.extend(
+                await self._store.messages_by_id(conversation_key=conversation_key, ids=missing)
+            )
         pinned = [pin.text for pin in pins]
         seen: set[str] = set()
         ranked: list[StoredMessage] = []
@@ -155,7 +160,9 @@ class Recaller:
             cost = self._line_costs[key] = self._count(render_line(message)) + 1
         return cost
 
-    async def _keyword_ids(self, conversation_key: str, text: str, before_id: int) -> list[int]:
+    async def _keyword_hits(
+        self, conversation_key: str, text: str, before_id: int
+    ) -> list[StoredMessage]:
         terms = query_terms(text)
         if not terms:
             return []
@@ -171,7 +178,7 @@ class Recaller:
             before_id=before_id,
             limit=_HITS,
         )
-        return [message_id for message_id, score in hits if score >= MIN_KEYWORD_SCORE]
+        return [message for message, score in hits if score >= MIN_KEYWORD_SCORE]
 
     async def _vector_ids(
         self, conversation_key: str, query: StoredMessage, before_id: int

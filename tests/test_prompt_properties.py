@@ -104,6 +104,7 @@ fragments = st.one_of(
     st.sampled_from(SPECIAL_TOKENS),
     st.text(alphabet=WHITESPACE, min_size=1, max_size=6),
     st.just("FACT"),  # lines with FACT are what the fake summary model carries forward
+    st.sampled_from(("wifi password ", "数据库密码", "vault code ")),  # words recall can find
 )
 short_texts = st.lists(fragments, max_size=3).map("".join)
 long_texts = st.builds(

@@ -123,9 +123,9 @@ class Store(Protocol):
 
     async def search_messages(
         self, *, conversation_key: str, match: str, before_id: int, limit: int
-    ) -> Sequence[tuple[int, float]]:
-        """``(id, score)`` of the conversation's messages before ``before_id`` matching the
-        FTS5 query ``match``, best first."""
+    ) -> Sequence[tuple[StoredMessage, float]]:
+        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``,
+        with their score, best first."""
         ...
 
     async def messages_by_id(

@@ -137,6 +137,10 @@ _MESSAGE_COLUMNS = (
     "id, COALESCE(reply_to, id), role, author_id, author_name, content, tokens, created_at, "
     "platform_message_id"
 )
+_MESSAGE_COLUMNS_M = (  # the same, from ``messages m`` in a join
+    "m.id, COALESCE(m.reply_to, m.id), m.role, m.author_id, m.author_name, m.content, m.tokens,"
+    " m.created_at, m.platform_message_id"
+)
 _SUMMARY_COLUMNS = (
     "id, conversation, content, tokens, covers_through_turn, message_count, first_message_id, "
     "last_message_id, compactions, rebuilt, model, created_at"
@@ -437,17 +441,17 @@ class SqliteStore:
 
     async def search_messages(
         self, *, conversation_key: str, match: str, before_id: int, limit: int
-    ) -> Sequence[tuple[int, float]]:
-        """``(id, bm25 score)`` of the conversation's messages before ``before_id`` matching
-        the FTS5 query ``match``, best first (the higher the score, the better)."""
+    ) -> Sequence[tuple[StoredMessage, float]]:
+        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``
+        with their bm25 score, best first (the higher the score, the better)."""
         rows = await self._db.execute_fetchall(
-            "SELECT m.id, -bm25(message_index) AS score"
+            f"SELECT {_MESSAGE_COLUMNS_M}, -bm25(message_index) AS score"  # noqa: S608
             " FROM message_index CROSS JOIN messages m ON m.id = message_index.rowid"
             " WHERE message_index MATCH ? AND message_index.rowid < ? AND m.conversation = ?"
             " ORDER BY score DESC LIMIT ?",
             (match, before_id, conversation_key, limit),
         )
-        return [(int(row[0]), float(row[1])) for row in rows]
+        return [(_message(row), float(row[-1])) for row in rows]
 
     async def messages_by_id(
         self, *, conversation_key: str, ids: Sequence[int]
