@@ -202,6 +202,20 @@ async def test_deleting_and_editing_a_message_update_what_recall_finds(
     assert docs == {"4242": 0, "1111": 0, "9090": 1, "locker": 2, "vault": 3}
 
 
+async def test_an_imported_channel_is_searchable(
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("the guest wifi password is tangerine-42"))
+        await chatter(app, 40)
+        exported = await app.store.export_records(channel_key=GENERAL.channel_key)
+    elsewhere = make_config(memory=SMALL, storage={"path": str(tmp_path / "moved.sqlite3")})
+    async with open_app(elsewhere) as app:
+        await app.store.import_records(exported)
+        await app.engine.handle_message(said("what is the wifi password?", addressed=True))
+    assert "tangerine-42" in recall_block(last_prompt(llm))
+
+
 async def test_stats_shows_each_layers_share_including_recall(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
