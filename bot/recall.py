@@ -112,7 +112,8 @@ class Recaller:
         if not scores:
             return []
         found = list(keyword)
-        missing = [message_id for message_id in vector if message_id not in {m.id for m in found}]
+        have = {m.id for m in found}
+        missing = [message_id for message_id in vector if message_id not in have]
         if missing:
             found.extend(
                 await self._store.messages_by_id(conversation_key=conversation_key, ids=missing)
