@@ -145,6 +145,28 @@ class Engine:
             self._embed(stored)
         return stored
 
+    async def backfill_embeddings(self) -> None:
+        """Embed the messages already stored without a vector, in the background (recall by
+        meaning on a history kept before it was turned on); messages stored from now on are
+        embedded as they come."""
+        embedder = self.recaller.embedder
+        if embedder is None:
+            return
+        newest = await self.store.unembedded(before_id=None, model=embedder.model, limit=1)
+        if not newest:
+            return
+        task = asyncio.create_task(
+            self._embed_stored(before_id=newest[0][0] + 1), name="embed stored messages"
+        )
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_stored(self, *, before_id: int) -> None:
+        try:
+            await self.recaller.backfill(before_id=before_id)
+        except Exception:
+            log.exception("embedding stored messages failed")
+
     def _embed(self, stored: StoredMessage) -> None:
         """Embed a stored message in the background, for recall by meaning."""
         if self.recaller.embedder is None:

@@ -218,6 +218,31 @@ class Recaller:
         similar.sort(reverse=True)
         return [message_id for _, message_id in similar[:_HITS]]
 
+    async def backfill(self, *, before_id: int, batch: int = 64) -> int:
+        """Embed the messages before ``before_id`` stored without a vector (before embeddings
+        were on, or when embedding failed), newest first, ``batch`` per request; stops at the
+        first failure (the next start tries again). Returns how many were embedded."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model
+        embedded = 0
+        before = before_id
+        while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
+            try:
+                vectors = await self.embedder.embed([content for _, content in rows])
+            except LLMError as exc:
+                log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
+                break
+            for (message_id, content), vector in zip(rows, vectors, strict=True):
+                await self._store.save_vector(
+                    message_id=message_id, content=content, model=model, vector=vector_bytes(vector)
+                )
+            embedded += len(rows)
+            before = rows[-1][0]
+        if embedded:
+            log.info("embedded %d stored messages for recall by meaning", embedded)
+        return embedded
+
     async def embed_message(self, message: StoredMessage) -> None:
         """Store the message's vector (called in the background; failures are logged)."""
         if self.embedder is None or not message.content.strip():

@@ -285,6 +285,30 @@ async def test_embeddings_recall_a_message_that_shares_no_word_with_the_question
     assert db.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(stored)
 
 
+async def test_a_history_kept_before_embeddings_were_on_is_embedded_at_start(
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.embedder = topical_embedding
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("Visitors use the guest network, key tangerine-42"))
+        await chatter(app, 70)  # more than one batch of 64
+    assert not [r for r in llm.requests if r.path == "/v1/embeddings"]
+    config = make_config(
+        memory={**SMALL, "recall_embeddings": True}, llm={"embedding_model": "embed-small"}
+    )
+    async with open_app(config) as app:
+        await app.engine.drain()
+        await app.engine.handle_message(said("how do guests get online?", addressed=True))
+    assert "tangerine-42" in recall_block(last_prompt(llm))
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    missing = db.execute(
+        "SELECT COUNT(*) FROM messages WHERE id NOT IN (SELECT message_id FROM message_vectors)"
+    ).fetchone()[0]
+    assert missing == 0
+    batches = [len(r.body["input"]) for r in llm.requests if r.path == "/v1/embeddings"]
+    assert batches[:2] == [64, 7]  # the 71 stored messages, newest first, then the new ones
+
+
 async def test_a_failing_embeddings_endpoint_leaves_keyword_recall_working(
     make_config: ConfigFactory, llm: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -140,6 +140,13 @@ class Store(Protocol):
         """Store a message's embedding unless the message is gone or no longer ``content``."""
         ...
 
+    async def unembedded(
+        self, *, before_id: int | None, model: str, limit: int
+    ) -> Sequence[tuple[int, str]]:
+        """``(id, content)`` of the newest messages before ``before_id`` (None: all) that have
+        no ``model`` vector."""
+        ...
+
     async def vector(self, *, message_id: int, model: str) -> bytes | None: ...
 
     async def vectors(

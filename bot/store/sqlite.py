@@ -477,6 +477,19 @@ class SqliteStore:
         )
         return changed > 0
 
+    async def unembedded(
+        self, *, before_id: int | None, model: str, limit: int
+    ) -> Sequence[tuple[int, str]]:
+        """``(id, content)`` of the newest messages (of any conversation) before ``before_id``
+        without a ``model`` vector."""
+        rows = await self._db.execute_fetchall(
+            "SELECT m.id, m.content FROM messages m WHERE m.id < ? AND NOT EXISTS"
+            " (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?)"
+            " ORDER BY m.id DESC LIMIT ?",
+            (before_id if before_id is not None else 2**63 - 1, model, limit),
+        )
+        return [(int(row[0]), str(row[1])) for row in rows]
+
     async def vector(self, *, message_id: int, model: str) -> bytes | None:
         rows = await self._db.execute_fetchall(
             "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
