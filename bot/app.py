@@ -107,7 +107,6 @@ async def open_app(config: Config) -> AsyncIterator[App]:
                 else None
             ),
         )
-        await engine.backfill_embeddings()
         try:
             yield App(
                 config=config,

@@ -148,6 +148,7 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
             await store.close()
     async with open_app(config) as app:
         if args.command == "run":
+            await app.engine.backfill_embeddings()
             try:
                 platforms = enabled_platforms(app)
                 async with serve_http(app, platforms):

@@ -285,7 +285,7 @@ async def test_embeddings_recall_a_message_that_shares_no_word_with_the_question
     assert db.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(stored)
 
 
-async def test_a_history_kept_before_embeddings_were_on_is_embedded_at_start(
+async def test_a_history_kept_before_embeddings_were_on_is_embedded_in_the_background(
     make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
 ) -> None:
     llm.embedder = topical_embedding
@@ -297,6 +297,7 @@ async def test_a_history_kept_before_embeddings_were_on_is_embedded_at_start(
         memory={**SMALL, "recall_embeddings": True}, llm={"embedding_model": "embed-small"}
     )
     async with open_app(config) as app:
+        await app.engine.backfill_embeddings()  # as `bot run` does when it starts
         await app.engine.drain()
         await app.engine.handle_message(said("how do guests get online?", addressed=True))
     assert "tangerine-42" in recall_block(last_prompt(llm))
