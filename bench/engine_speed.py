@@ -312,6 +312,7 @@ class Sample:
     build: float
     prompt_tokens: int
     prompt_messages: int
+    recalled: int
     # Not the Prompt itself: keeping hundreds of built prompts alive would make the garbage
     # collector's full passes, and so the measured turns they land on, far slower.
 
@@ -347,6 +348,7 @@ async def one_turn(
         through_id=stored.id,
         current_id=stored.id,
         budget=engine.budget(),
+        query=stored,
     )
     t2 = time.perf_counter()
     if profiler is not None:
@@ -363,6 +365,7 @@ async def one_turn(
         build=t2 - t1,
         prompt_tokens=prompt.tokens,
         prompt_messages=len(prompt.messages),
+        recalled=len(prompt.recalled),
     )
 
 
@@ -373,6 +376,7 @@ class Result:
     gen: ChatGenerator
     prefill_s: float
     samples: list[Sample] = field(default_factory=list)
+    recall_tokens: int = 0
 
     def ms(self, attribute: str = "total") -> list[float]:
         return sorted(getattr(s, attribute) * 1000 for s in self.samples)
@@ -388,7 +392,7 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[index]
 
 
-def make_config(db_path: Path, strategy: Strategy, budget: int) -> Config:
+def make_config(db_path: Path, strategy: Strategy, budget: int, recall_tokens: int = 0) -> Config:
     raw = {
         "system_prompt": SYSTEM_PROMPT,
         "llm": {
@@ -396,7 +400,11 @@ def make_config(db_path: Path, strategy: Strategy, budget: int) -> Config:
             "chat_model": "gpt-4o-mini",
             "summary_model": "gpt-4o-mini",
         },
-        "memory": {"strategy": strategy.value, "max_context_tokens": budget},
+        "memory": {
+            "strategy": strategy.value,
+            "max_context_tokens": budget,
+            "recall_tokens": recall_tokens,
+        },
         "storage": {"path": str(db_path)},
         "logging": {"level": "WARNING"},
     }
@@ -405,18 +413,27 @@ def make_config(db_path: Path, strategy: Strategy, budget: int) -> Config:
 
 async def open_size(
     size: int, *, args: argparse.Namespace, folder: Path, stack: AsyncExitStack
-) -> Result:
-    """A fresh database of ``size`` messages, wired like the bot; open until ``stack`` ends."""
-    config = make_config(folder / f"history-{size}.sqlite3", args.strategy, args.budget)
-    app = await stack.enter_async_context(open_app(config))
-    started = time.perf_counter()
-    await prefill(app.engine, size, seed=args.seed)
-    prefill_s = time.perf_counter() - started
-    stored = await app.store.count_messages(conversation_key=CHANNEL.key)
-    assert stored == size, f"pre-filled {stored} messages, wanted {size}"
-    # The measured messages are the same at every size too (their ids come after the history's).
-    gen = ChatGenerator(args.seed + 2, first_id=MEASURED_FIRST_ID)
-    return Result(size=size, engine=app.engine, gen=gen, prefill_s=prefill_s)
+) -> list[Result]:
+    """A fresh database of ``size`` messages, wired like the bot, for each ``--recall-tokens``
+    value (the first is pre-filled, the others get a copy of it); open until ``stack`` ends."""
+    results: list[Result] = []
+    prefill_s = 0.0
+    for recall_tokens in args.recall_tokens:
+        path = folder / f"history-{size}-{recall_tokens}.sqlite3"
+        if results:
+            await results[0].engine.store.backup(path)  # type: ignore[attr-defined]
+        config = make_config(path, args.strategy, args.budget, recall_tokens)
+        app = await stack.enter_async_context(open_app(config))
+        if not results:
+            started = time.perf_counter()
+            await prefill(app.engine, size, seed=args.seed)
+            prefill_s = time.perf_counter() - started
+        stored = await app.store.count_messages(conversation_key=CHANNEL.key)
+        assert stored == size, f"pre-filled {stored} messages, wanted {size}"
+        # The measured messages are the same at every size (their ids come after the history's).
+        gen = ChatGenerator(args.seed + 2, first_id=MEASURED_FIRST_ID)
+        results.append(Result(size, app.engine, gen, prefill_s, recall_tokens=recall_tokens))
+    return results
 
 
 async def measure(results: Sequence[Result], args: argparse.Namespace) -> None:
@@ -494,26 +511,39 @@ def cpu_model() -> str:
 
 
 def report(results: Sequence[Result], args: argparse.Namespace) -> bool:
+    ok = True
+    for recall_tokens in args.recall_tokens:
+        print(
+            f"\nmemory.recall_tokens: {recall_tokens}{' (recall off)' if not recall_tokens else ''}"
+        )
+        group = [r for r in results if r.recall_tokens == recall_tokens]
+        ok = report_group(group, args) and ok
+    return ok
+
+
+def report_group(results: Sequence[Result], args: argparse.Namespace) -> bool:
     base = results[0].median
     header = (
         f"{'history':>9} | {'median':>7} | {'p90':>7} | {'p99':>7} | {'mean':>7} | "
         f"{'record':>7} | {'build':>7} | {'msgs':>5} | {'tokens/budget':>13} | "
-        f"{'vs ' + format(results[0].size, ','):>9} | {'prefill':>8}"
+        f"{'vs ' + format(results[0].size, ','):>9} | {'prefill':>8} | {'recalled':>8}"
     )
-    print("\nper turn, ms (record + build); record/build are medians of each part;")
-    print("msgs = messages in the built prompt incl. the system message (median)")
+    print("per turn, ms (record + build); record/build are medians of each part;")
+    print("msgs = messages in the built prompt incl. the system message (median); recalled =")
+    print("earlier messages found by search per prompt (mean)")
     print(header)
     print("-" * len(header))
     for r in results:
         total = r.ms()
         tokens = statistics.median(s.prompt_tokens for s in r.samples)
         msgs = statistics.median(s.prompt_messages for s in r.samples)
+        recalled = statistics.fmean(s.recalled for s in r.samples)
         print(
             f"{r.size:>9,} | {statistics.median(total):7.3f} | {percentile(total, 90):7.3f} | "
             f"{percentile(total, 99):7.3f} | {statistics.fmean(total):7.3f} | "
             f"{statistics.median(r.ms('record')):7.3f} | {statistics.median(r.ms('build')):7.3f} | "
             f"{msgs:5.0f} | {tokens:6.0f}/{args.budget:<6} | {r.median / base:8.2f}x | "
-            f"{r.prefill_s:7.1f}s"
+            f"{r.prefill_s:7.1f}s | {recalled:8.1f}"
         )
     largest = results[-1]
     ratio = max(r.median for r in results) / base
@@ -556,6 +586,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--budget", type=int, default=8000, help="memory.max_context_tokens")
     parser.add_argument(
+        "--recall-tokens",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="memory.recall_tokens (default 0: recall off, as the figures before recall); "
+        "several values are measured interleaved, each on a copy of the same history",
+    )
+    parser.add_argument(
         "--db-dir",
         type=Path,
         default=None,
@@ -586,6 +624,7 @@ async def main_async(args: argparse.Namespace) -> bool:
         print("  " + fact)
     print(
         f"  strategy {args.strategy.value}, budget {args.budget}, "
+        f"recall_tokens {' and '.join(map(str, args.recall_tokens))} (0: off), "
         f"{args.turns} measured turns after {args.warmup} warm-up per size (sizes interleaved), "
         f"seed {args.seed}, "
         f"history {'grows' if args.grow else 'held at N'}"
@@ -599,9 +638,11 @@ async def main_async(args: argparse.Namespace) -> bool:
         install_encodings(folder / "tiktoken")  # open_app reuses it via TIKTOKEN_CACHE_DIR
         async with AsyncExitStack() as stack:
             for size in args.sizes:
-                result = await open_size(size, args=args, folder=folder, stack=stack)
-                print(f"  {size:>7,} messages pre-filled in {result.prefill_s:.1f} s", flush=True)
-                results.append(result)
+                opened = await open_size(size, args=args, folder=folder, stack=stack)
+                print(
+                    f"  {size:>7,} messages pre-filled in {opened[0].prefill_s:.1f} s", flush=True
+                )
+                results.extend(opened)
             steal = CpuSteal()
             started = time.perf_counter()
             await measure(results, args)

@@ -4,9 +4,12 @@ The server is ``tests/support/fake_llm.py``. Its chat model echoes the question 
 *answered* column means nothing here: point ``bot eval`` at a real endpoint for it). Its
 summary model copies forward every line of its input that contains one of the transcript's
 fact keys: an ideal summarizer for the planted facts, so the in-prompt figures show what each
-strategy's layout keeps, not how well a real model summarizes. Run from the repository root::
+strategy's layout keeps, not how well a real model summarizes. With ``--forgetful-summary``
+its summaries keep no fact at all (only a count of the messages folded): the worst summarizer,
+to show what recall brings back from messages the summary lost. Run from the repository root::
 
-    .venv/bin/python bench/eval_local.py bench/transcripts/en.jsonl [bot eval options]
+    .venv/bin/python bench/eval_local.py bench/transcripts/en.jsonl [--forgetful-summary] \
+        [bot eval options]
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    keys = [fact.key for fact in load_transcript(Path(argv[0])).facts.values()]
+    forgetful = "--forgetful-summary" in argv
+    argv = [arg for arg in argv if arg != "--forgetful-summary"]
+    keys = [] if forgetful else [fact.key for fact in load_transcript(Path(argv[0])).facts.values()]
 
     def respond(body: dict[str, Any]) -> str:
         messages = body["messages"]

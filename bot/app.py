@@ -12,7 +12,7 @@ import openai
 from bot.calibration import Calibrator
 from bot.config import Config
 from bot.engine import Engine
-from bot.llm import OpenAIChatModel, make_client
+from bot.llm import OpenAIChatModel, OpenAIEmbedder, make_client
 from bot.metrics import PrometheusObserver
 from bot.observe import NoObserver, ObservedChatModel, Observer
 from bot.store.sqlite import SqliteStore
@@ -101,6 +101,11 @@ async def open_app(config: Config) -> AsyncIterator[App]:
             tokenizer=tokenizer,
             calibrator=calibrator,
             observer=observer,
+            embedder=(
+                OpenAIEmbedder(chat_client, llm.embedding_model)
+                if llm.embedding_model and config.memory.recall_embeddings
+                else None
+            ),
         )
         try:
             yield App(

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from bot import __version__
 from bot.app import App, open_app
 from bot.config import Config, ConfigError, Strategy, config_path, load_config
@@ -93,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--budget", type=int, help="prompt budget in tokens (default: memory.max_context_tokens)"
     )
+    evaluate.add_argument(
+        "--recall-tokens",
+        type=int,
+        help="memory.recall_tokens for the replay (0: no recall; default: the configured one)",
+    )
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
     return parser
 
@@ -156,6 +163,7 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
             await store.close()
     async with open_app(config) as app:
         if args.command == "run":
+            await app.engine.backfill_embeddings()
             try:
                 platforms = enabled_platforms(app)
                 async with serve_http(app, platforms):
@@ -204,13 +212,21 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     except TranscriptError as exc:
         print(f"bot eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.budget is not None:
+    overrides = {
+        key: value
+        for key, value in (
+            ("max_context_tokens", args.budget),
+            ("recall_tokens", args.recall_tokens),
+        )
+        if value is not None
+    }
+    if overrides:
         try:
-            memory = config.memory.model_validate(
-                {**config.memory.model_dump(), "max_context_tokens": args.budget}
-            )
+            memory = config.memory.model_validate({**config.memory.model_dump(), **overrides})
         except ValueError as exc:
-            print(f"bot eval: --budget: {exc}", file=sys.stderr)
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            detail = first["msg"].removeprefix("Value error, ") if first else str(exc)
+            print(f"bot eval: --budget/--recall-tokens: {detail}", file=sys.stderr)
             return EXIT_USAGE
         config = config.model_copy(update={"memory": memory})
     strategies = [Strategy(s) for s in args.strategies or [s.value for s in Strategy]]

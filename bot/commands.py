@@ -157,19 +157,30 @@ async def format_stats(engine: Engine, conversation: Conversation) -> str:
     except PromptTooLarge as exc:
         return f"Context for {conversation.key}: {exc}"
     prompt = preview.prompt
-    b = prompt.breakdown
     window_messages = len(prompt.window)
     summarized = prompt.summary.message_count if prompt.summary else 0
+    notes = {
+        "pins": f"{len(prompt.pins)} pins",
+        "summary": f"covers {summarized:,} messages",
+        "recall": (
+            f"{len(prompt.recalled)} earlier messages found by search"
+            if memory.recall_tokens
+            else "off (memory.recall_tokens: 0)"
+        ),
+        "recent": f"{window_messages:,} messages",
+    }
     lines = [
         f"Context for {conversation.key} ({memory.strategy} strategy)",
-        f"Prompt: {prompt.tokens:,} / {prompt.budget:,} tokens ({prompt.fill:.1%})",
-        f"  system  {b.system:>7,}",
-        f"  pins    {b.pins:>7,}  ({len(prompt.pins)} pins)",
-        f"  summary {b.summary:>7,}  (covers {summarized:,} messages)",
-        f"  recent  {b.recent:>7,}  ({window_messages:,} messages)",
-        f"Messages stored: {preview.stored_messages:,}; in the window: {window_messages:,}; "
-        f"summarized: {summarized:,}",
+        f"Prompt: {prompt.tokens:,} / {prompt.budget:,} tokens ({prompt.fill:.1%}); by layer:",
     ]
+    for layer, tokens in prompt.breakdown.as_dict().items():
+        share = tokens / prompt.tokens if prompt.tokens else 0.0
+        note = f"  ({notes[layer]})" if layer in notes else ""
+        lines.append(f"  {layer:<8}{tokens:>7,}  {share:>6.1%}{note}")
+    lines.append(
+        f"Messages stored: {preview.stored_messages:,}; in the window: {window_messages:,}; "
+        f"summarized: {summarized:,}"
+    )
     usage = list(await engine.store.usage(conversation_key=conversation.key))
     usage_lines = [line for p in ("chat", "summary") if (line := _usage_line(usage, p))]
     lines.append("Lifetime usage reported by the API:" if usage_lines else "No API usage yet.")

@@ -52,6 +52,8 @@ class LLMConfig(_Section):
     max_reply_tokens: int = Field(default=1024, gt=0)
     summary_max_tokens: int = Field(default=800, gt=0)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """The endpoint's embeddings model, for memory.recall_embeddings."""
     # Filled from the environment only, never from the file.
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     summary_api_key: str | None = Field(default=None, exclude=True, repr=False)
@@ -68,11 +70,22 @@ class MemoryConfig(_Section):
     summary_max_input_tokens: int = Field(default=12000, ge=1000)
     summary_retry_seconds: float = Field(default=60.0, ge=0)
     max_message_chars: int = Field(default=200_000, ge=100)
+    recall_tokens: int = Field(default=1000, ge=0)
+    """The most tokens of earlier messages found by search per prompt (0: no recall)."""
+    recall_messages: int = Field(default=8, ge=1, le=50)
+    recall_embeddings: bool = False
+    recall_vector_limit: int = Field(default=2000, ge=1, le=100_000)
+    recall_min_similarity: float = Field(default=0.3, ge=-1, le=1)
 
     @model_validator(mode="after")
     def _target_below_threshold(self) -> MemoryConfig:
         if self.summary_target >= self.summary_threshold:
             raise ValueError("summary_target must be below summary_threshold")
+        if self.recall_tokens > self.max_context_tokens // 2:
+            raise ValueError(
+                f"recall_tokens must be at most half of max_context_tokens "
+                f"({self.max_context_tokens // 2}); 0 turns recall off"
+            )
         return self
 
 
@@ -170,6 +183,12 @@ class Config(_Section):
     http: HttpConfig = HttpConfig()
     slack: SlackConfig = SlackConfig()
     discord: DiscordConfig = DiscordConfig()
+
+    @model_validator(mode="after")
+    def _embedding_model_for_recall(self) -> Config:
+        if self.memory.recall_embeddings and not self.llm.embedding_model:
+            raise ValueError("memory.recall_embeddings needs llm.embedding_model")
+        return self
 
     @property
     def summary_base_url(self) -> str:

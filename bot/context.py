@@ -1,44 +1,57 @@
 """Building each prompt under the token budget.
 
 Layout, in this order: one system message holding the system prompt, the pinned facts and
-the rolling summary (durable facts first, against "lost in the middle"); then as many recent
-turns as fit, oldest first; the current message last. Whole turns are kept or evicted, never
-half of one. Stored messages are never deleted here: the prompt is a view.
+the rolling summary (durable facts first, against "lost in the middle"); then, when recall is
+on and finds something, a second system message with earlier messages that may be relevant
+(:mod:`bot.recall`); then as many recent turns as fit, oldest first; the current message last.
+Whole turns are kept or evicted, never half of one. Stored messages are never deleted here:
+the prompt is a view.
+
+Recall searches first, with the message being answered as the query, and holds back what its
+best matches would take (at most ``memory.recall_tokens``) while the recent turns are fitted;
+then it shows the matches older than the turns that fitted, so nothing appears twice. When
+matches fell inside the window and what recall held back would now fit the turn it kept out,
+the turns are fitted again with only what recall used (stopping before a recalled turn).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from bot.config import MemoryConfig, Strategy
-from bot.models import Pin, StoredMessage, Summary
+from bot.models import Pin, Role, StoredMessage, Summary
+from bot.recall import NOTHING, Recaller
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 _FIRST_BATCH, _MAX_BATCH = 64, 1024
+_QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
+_WINDOW_STARTS = 10_000  # conversations whose last window start is remembered
 
 
 class PromptTooLarge(Exception):
     """What must be in the prompt does not fit the budget; the message says what to do."""
 
 
+LAYERS: tuple[str, ...] = ("system", "pins", "profile", "summary", "recall", "recent")
+"""The layers a prompt is made of, in prompt order."""
+
+
 @dataclass(frozen=True)
 class Breakdown:
-    system: int
-    pins: int
-    summary: int
-    recent: int
+    """Tokens per layer (a layer absent from ``layers`` takes none); they add up to the
+    prompt's tokens but for the reply priming."""
+
+    layers: Mapping[str, int]
+
+    def __getitem__(self, layer: str) -> int:
+        return self.layers.get(layer, 0)
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "system": self.system,
-            "pins": self.pins,
-            "summary": self.summary,
-            "recent": self.recent,
-        }
+        return {layer: self[layer] for layer in LAYERS}
 
 
 @dataclass(frozen=True)
@@ -54,10 +67,17 @@ class Prompt:
     pins: Sequence[Pin]
     turns_left_out: bool
     """Unsummarized turns were left out for lack of room."""
+    recalled: Sequence[StoredMessage] = field(default=())
+    """Earlier messages found by search, as shown (oldest first)."""
 
     @property
     def fill(self) -> float:
         return self.tokens / self.budget if self.budget else 1.0
+
+    @property
+    def fill_without_recall(self) -> float:
+        """The fill that decides on summaries: recall only takes room that is left."""
+        return (self.tokens - self.breakdown["recall"]) / self.budget if self.budget else 1.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,8 @@ class _Fit:
     """The turns kept in the prompt."""
     tokens: int
     left_out: bool
+    next_cost: int | None = None
+    """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -105,9 +127,13 @@ class Assembler:
         tokenizer: ChatTokenizer,
         memory: MemoryConfig,
         system_prompt: str,
+        recaller: Recaller | None = None,
     ) -> None:
         self._store = store
         self._memory = memory
+        self._recaller = recaller if recaller is not None and recaller.enabled else None
+        self._window_starts: dict[str, int] = {}
+        """Per conversation, the first message id of the last prompt's recent turns."""
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self.system_tokens = self._count(system_prompt)
@@ -138,10 +164,12 @@ class Assembler:
         through_id: int | None,
         current_id: int | None,
         budget: int,
+        query: StoredMessage | None = None,
     ) -> Prompt:
         """Fit a prompt for the conversation up to message ``through_id`` into ``budget``.
 
-        ``current_id`` names the message being answered: it must be in the prompt, last.
+        ``current_id`` names the message being answered: it must be in the prompt, last;
+        ``query``, that message when the caller has it at hand (recall searches with it).
         Raises :class:`PromptTooLarge` when the system prompt, pins and that message alone
         exceed the budget.
         """
@@ -163,44 +191,127 @@ class Assembler:
         rows: Sequence[StoredMessage] = []
         recent = 0
         left_out = False
+        recalled = NOTHING
         if through_id is not None:
             after_turn = summary.covers_through_turn if summary else 0
+            found: Sequence[StoredMessage] = []
+            if self._recaller is not None:
+                found = await self._search(conversation_key, through_id, current_id, query, pins)
+            # Matches where the last prompt's recent turns began, or later, are likely in the
+            # window again: what the others take is held back.
+            expected = self._window_starts.get(conversation_key, through_id + 1)
+            likely = [m for m in found if m.id < expected]
+            recall_tokens = self._memory.recall_tokens
+            planned = self._recaller.fit(likely, recall_tokens) if self._recaller else NOTHING
+            hold = planned.tokens
             fit = await self._fit_turns(
                 conversation_key=conversation_key,
                 through_id=through_id,
                 after_turn=after_turn,
                 available=budget - fixed,
                 current_id=current_id,
+                hold=hold,
             )
-            recent, left_out = fit.tokens, fit.left_out
-            if fit.turns:
-                rows = [
-                    row
-                    for row in await self._store.messages_between(
+            rows = await self._rows(conversation_key, fit, through_id)
+            if found and self._recaller is not None:
+                start = rows[0].id if rows else through_id + 1
+                self._remember_start(conversation_key, start)
+                left = budget - fixed - fit.tokens
+                older = [m for m in found if m.id < start]
+                recalled = (
+                    planned
+                    if older == likely and planned.tokens <= min(recall_tokens, left)
+                    else self._recaller.fit(older, min(recall_tokens, left))
+                )
+                if fit.next_cost is not None and fit.next_cost <= left - recalled.tokens:
+                    fit = await self._fit_turns(
                         conversation_key=conversation_key,
-                        first_id=min(fit.turns),
                         through_id=through_id,
+                        after_turn=after_turn,
+                        available=budget - fixed,
+                        current_id=current_id,
+                        hold=recalled.tokens,
+                        stop_turns=frozenset(m.turn_id for m in recalled.messages),
                     )
-                    if row.turn_id in fit.turns
-                ]
+                    rows = await self._rows(conversation_key, fit, through_id)
+            recent, left_out = fit.tokens, fit.left_out
         messages = [{"role": "system", "content": self.head_text(pins, summary)}]
+        if recalled.messages:
+            messages.append(recalled.prompt_message())
         messages.extend(row.prompt_message() for row in rows)
         pins_part = self.pins_tokens(pins)
         summary_part = self._count(render_summary(summary)) if summary else 0
         return Prompt(
             messages=messages,
-            tokens=fixed + recent,
+            tokens=fixed + recalled.tokens + recent,
             budget=budget,
             breakdown=Breakdown(
-                system=head - pins_part - summary_part,
-                pins=pins_part,
-                summary=summary_part,
-                recent=recent,
+                {
+                    "system": head - pins_part - summary_part,
+                    "pins": pins_part,
+                    "summary": summary_part,
+                    "recall": recalled.tokens,
+                    "recent": recent,
+                }
             ),
             window=rows,
             summary=summary,
             pins=pins,
             turns_left_out=left_out,
+            recalled=recalled.messages,
+        )
+
+    async def _rows(
+        self, conversation_key: str, fit: _Fit, through_id: int
+    ) -> Sequence[StoredMessage]:
+        if not fit.turns:
+            return []
+        return [
+            row
+            for row in await self._store.messages_between(
+                conversation_key=conversation_key,
+                first_id=min(fit.turns),
+                through_id=through_id,
+            )
+            if row.turn_id in fit.turns
+        ]
+
+    def _remember_start(self, conversation_key: str, start: int) -> None:
+        if (
+            len(self._window_starts) >= _WINDOW_STARTS
+            and conversation_key not in self._window_starts
+        ):
+            self._window_starts.clear()
+        self._window_starts[conversation_key] = start
+
+    async def _search(
+        self,
+        conversation_key: str,
+        through_id: int,
+        current_id: int | None,
+        query: StoredMessage | None,
+        pins: Sequence[Pin],
+    ) -> Sequence[StoredMessage]:
+        """Recall's candidates, best first, searched with the message being answered (for
+        ``/stats``: the newest user message)."""
+        assert self._recaller is not None
+        if query is None or query.id != current_id:
+            if current_id is not None:
+                found = await self._store.messages_by_id(
+                    conversation_key=conversation_key, ids=[current_id]
+                )
+            else:
+                found = await self._store.recent_messages(
+                    conversation_key=conversation_key,
+                    through_id=through_id,
+                    after_turn=0,
+                    limit=_QUERY_LOOKBACK,
+                )
+            query = next((m for m in found if m.role is Role.USER), None)
+        if query is None:
+            return []
+        return await self._recaller.search(
+            conversation_key=conversation_key, query=query, before_id=query.id, pins=pins
         )
 
     async def _fit_turns(
@@ -211,8 +322,13 @@ class Assembler:
         after_turn: int,
         available: int,
         current_id: int | None,
+        hold: int = 0,
+        stop_turns: frozenset[int] = frozenset(),
     ) -> _Fit:
-        """Choose the newest turns that fit, reading only (id, turn, tokens) per message."""
+        """Choose the newest turns that fit, reading only (id, turn, tokens) per message.
+
+        Turns other than the current one leave ``hold`` tokens free (for recall); the fit
+        stops before a turn in ``stop_turns``."""
         max_turns = self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
         kept: set[int] = set()
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
@@ -247,10 +363,12 @@ class Assembler:
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
                     return _Fit(kept, available - remaining, True)
-                elif cost > remaining:
+                elif cost > remaining - hold:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
+                    return _Fit(kept, available - remaining, True, next_cost=cost)
+                elif turn_id in stop_turns:
                     return _Fit(kept, available - remaining, True)
                 kept.add(turn_id)
                 remaining -= cost

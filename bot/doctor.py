@@ -43,10 +43,11 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     integrity = await app.store.integrity_check()
     conversations = await app.store.conversations()
     same = (app.summary.model, app.summary.base_url) == (app.chat.model, app.chat.base_url)
-    chat_check, summary_check, platforms_check = await asyncio.gather(
+    chat_check, summary_check, platforms_check, recall_check = await asyncio.gather(
         _endpoint("chat", app.chat),
         _same_as_chat() if same else _endpoint("summary", app.summary),
         _platforms(config),
+        _recall(app),
     )
     checks = [
         Check(True, "config", f"{config_file} is valid"),
@@ -65,6 +66,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
+        recall_check,
         platforms_check,
     ]
     for check in checks:
@@ -86,6 +88,23 @@ async def _platforms(config: Config) -> Check:
         return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
     results = await asyncio.gather(*probes)
     return Check(all(ok for ok, _ in results), "platforms", "; ".join(d for _, d in results))
+
+
+async def _recall(app: App) -> Check:
+    tokens = app.config.memory.recall_tokens
+    if not tokens:
+        return Check(True, "recall", "off (memory.recall_tokens: 0)")
+    detail = f"up to {tokens:,} tokens of earlier messages; keyword search (SQLite FTS5)"
+    embedder = app.engine.recaller.embedder
+    if embedder is None:
+        return Check(True, "recall", detail)
+    try:
+        (vector,) = await embedder.embed(["ok"])
+    except LLMError as exc:
+        return Check(
+            False, "recall", f"embeddings {embedder.model}: {exc.failure.value} ({exc.detail})"
+        )
+    return Check(True, "recall", f"{detail} and by meaning ({embedder.model}, {len(vector)} dims)")
 
 
 async def _same_as_chat() -> Check:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bot.calibration import Calibrator
 from bot.config import Config
 from bot.context import Assembler, Prompt, PromptTooLarge
-from bot.llm import ChatModel, Completion, Failure, LLMError
+from bot.llm import ChatModel, Completion, Embedder, Failure, LLMError
 from bot.models import (
     Conversation,
     IncomingMessage,
@@ -27,6 +27,7 @@ from bot.models import (
     render_content,
 )
 from bot.observe import NoObserver, Observer
+from bot.recall import Recaller
 from bot.store.base import Store
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer
@@ -87,6 +88,7 @@ class Engine:
         tokenizer: ChatTokenizer,
         calibrator: Calibrator,
         observer: Observer | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -95,11 +97,19 @@ class Engine:
         self.tokenizer = tokenizer
         self.calibrator = calibrator
         self.observer: Observer = observer or NoObserver()
+        memory = config.memory
+        self.recaller = Recaller(
+            store=store,
+            count=tokenizer.count,
+            memory=config.memory,
+            embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
+        )
         self.assembler = Assembler(
             store=store,
             tokenizer=tokenizer,
             memory=config.memory,
             system_prompt=config.system_prompt,
+            recaller=self.recaller,
         )
         self._reply_locks = _Locks()
         # Messages of one conversation are stored in the order they arrived, even when one
@@ -113,6 +123,7 @@ class Engine:
         self._summary_retry_at: dict[str, float] = {}
         # Tasks answering a message right now, so that shutdown can finish or abandon them.
         self._replying: set[asyncio.Task[object]] = set()
+        self._embedding: set[asyncio.Task[None]] = set()
 
     # -- messages -------------------------------------------------------------------------
 
@@ -124,8 +135,10 @@ class Engine:
     def budget(self) -> int:
         return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
 
-    async def record(self, message: IncomingMessage) -> StoredMessage:
-        """Store a message without answering it."""
+    async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
+        """Store a message without answering it (``embed``: and embed it in the background,
+        when recall by meaning is on; a message about to be answered is embedded as recall's
+        query instead)."""
         text = clean_text(message.text)
         name = clean_text(message.author_name) or message.author_id
         async with self._record_locks(message.conversation.key):
@@ -140,7 +153,45 @@ class Engine:
                 created_at=message.sent_at.timestamp(),
             )
         self.observer.message_in(platform=message.conversation.platform)
+        if embed:
+            self._embed(stored)
         return stored
+
+    async def backfill_embeddings(self) -> None:
+        """Embed the messages already stored without a vector, in the background (recall by
+        meaning on a history kept before it was turned on); messages stored from now on are
+        embedded as they come."""
+        embedder = self.recaller.embedder
+        if embedder is None:
+            return
+        newest = await self.store.unembedded(before_id=None, model=embedder.model, limit=1)
+        if not newest:
+            return
+        task = asyncio.create_task(
+            self._embed_stored(before_id=newest[0][0] + 1), name="embed stored messages"
+        )
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_stored(self, *, before_id: int) -> None:
+        try:
+            await self.recaller.backfill(before_id=before_id)
+        except Exception:
+            log.exception("embedding stored messages failed")
+
+    def _embed(self, stored: StoredMessage) -> None:
+        """Embed a stored message in the background, for recall by meaning."""
+        if self.recaller.embedder is None:
+            return
+        task = asyncio.create_task(self._embed_now(stored), name=f"embed {stored.id}")
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_now(self, stored: StoredMessage) -> None:
+        try:
+            await self.recaller.embed_message(stored)
+        except Exception:
+            log.exception("embedding message %d failed", stored.id)
 
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""
@@ -157,7 +208,7 @@ class Engine:
             if message.addressed:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
-        stored = await self.record(message)
+        stored = await self.record(message, embed=not message.addressed)
         if not message.addressed:
             return None
         self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
@@ -211,6 +262,7 @@ class Engine:
                 created_at=time.time(),
                 reply_to=stored.id,
             )
+            self._embed(answer)
             await self.store.record_usage(
                 conversation_key=conversation.key,
                 model=self.chat.model,
@@ -238,6 +290,7 @@ class Engine:
                 through_id=stored.id,
                 current_id=stored.id,
                 budget=budget,
+                query=stored,
             )
             try:
                 completion = await self.chat.complete(
@@ -260,12 +313,15 @@ class Engine:
         if found is None:
             return False
         text = clean_text(text)
-        return await self.store.edit_message(
+        edited = await self.store.edit_message(
             conversation_key=conversation.key,
             message_id=message_id,
             content=text,
             tokens=await self.count(render_content(found.role, found.author_name, text)),
         )
+        if edited:  # the index followed in the same statement; the vector is made anew
+            self._embed(found._replace(content=text))
+        return edited
 
     async def attach_message_id(
         self, conversation: Conversation, stored_id: int, message_id: str
@@ -287,7 +343,7 @@ class Engine:
             return False
         if await self.store.find_message(conversation_key=into.key, message_id=message_id):
             return False
-        await self.store.add_message(
+        copied = await self.store.add_message(
             conversation=into,
             role=found.role,
             author_id=found.author_id,
@@ -297,6 +353,7 @@ class Engine:
             message_id=found.message_id,
             created_at=found.created_at,
         )
+        self._embed(copied)
         return True
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
@@ -309,7 +366,8 @@ class Engine:
     def _needs_summary(self, prompt: Prompt) -> bool:
         if not self.assembler.uses_summary:
             return False
-        return prompt.turns_left_out or prompt.fill > self.config.memory.summary_threshold
+        threshold = self.config.memory.summary_threshold
+        return prompt.turns_left_out or prompt.fill_without_recall > threshold
 
     def schedule_summary(self, conversation: Conversation) -> None:
         """Compact in the background: replies never wait for a summary."""
@@ -358,7 +416,7 @@ class Engine:
     async def drain(self, *, within: float | None = None) -> None:
         """Wait up to ``within`` seconds for background summaries (``bot chat`` at end of
         input)."""
-        tasks = list(self._summary_tasks.values())
+        tasks = [*self._summary_tasks.values(), *self._embedding]
         if tasks:
             await asyncio.wait(tasks, timeout=within)
 
@@ -374,7 +432,7 @@ class Engine:
             if pending:
                 log.warning("abandoned %d replies at shutdown", len(pending))
                 await asyncio.wait(pending)
-        tasks = list(self._summary_tasks.values())
+        tasks = [*self._summary_tasks.values(), *self._embedding]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:

@@ -10,7 +10,8 @@ A transcript is JSON Lines (README: *Forgetting probe*); each line is one object
 - ``{"fact": "f1", "user": "ana", "text": "...", "key": "...", "answer": "...",
   "pinned": false, "addressed": false}``: a planted fact, said as a message (and pinned too
   when ``pinned``). It counts as *present* when ``key`` (default: ``answer``), which must occur
-  in ``text``, appears in the prompt: in a pin, a recent turn, or the summary;
+  in ``text``, appears in the prompt: in a pin, a recent turn, the summary, or the earlier
+  messages recall found;
 - ``{"probe": "f1", "question": "...", "user": "ana"}``: a question about a fact, asked after
   the whole conversation was replayed; it is answered correctly when ``answer`` occurs in the
   model's reply (case-insensitive).
@@ -225,15 +226,21 @@ class FactResult:
     id: str
     pinned: bool
     where: str | None
-    """``pin``, ``turn`` or ``summary``: where the key was found in the final prompt."""
+    """``pin``, ``turn``, ``summary`` or ``recall``: where the key was found in the final
+    prompt."""
     answered: bool | None = None
     """Whether an answer to a probe of the fact contained the answer (None: not probed)."""
+    asked_where: str | None = None
+    """Where the key was in the prompt built to answer a probe of the fact (None: nowhere,
+    or not probed). Recall searches with the message being answered, so this is where recall
+    shows."""
 
 
 @dataclass
 class StrategyResult:
     strategy: str
     budget: int
+    recall_tokens: int
     prompt_tokens: int
     max_reported_tokens: int
     summaries: int
@@ -250,6 +257,14 @@ class StrategyResult:
         return sum(1 for f in self.facts if f.where is not None and f.pinned is pinned)
 
     @property
+    def present_when_asked(self) -> int:
+        return sum(1 for f in self.facts if f.asked_where is not None)
+
+    @property
+    def probed(self) -> int:
+        return sum(1 for f in self.facts if f.answered is not None)
+
+    @property
     def probes(self) -> int:
         return len(self.answers)
 
@@ -261,6 +276,7 @@ class StrategyResult:
         return {
             "strategy": self.strategy,
             "budget": self.budget,
+            "recall_tokens": self.recall_tokens,
             "prompt_tokens": self.prompt_tokens,
             "max_reported_prompt_tokens": self.max_reported_tokens,
             "summaries": self.summaries,
@@ -269,8 +285,15 @@ class StrategyResult:
             "unpinned_present": self.present_where(pinned=False),
             "probes": self.probes,
             "answered": self.answered,
+            "present_when_asked": self.present_when_asked,
             "facts": [
-                {"id": f.id, "pinned": f.pinned, "where": f.where, "answered": f.answered}
+                {
+                    "id": f.id,
+                    "pinned": f.pinned,
+                    "where": f.where,
+                    "answered": f.answered,
+                    "asked_where": f.asked_where,
+                }
                 for f in self.facts
             ],
             "errors": self.errors,
@@ -284,6 +307,8 @@ def locate(prompt: Prompt, key: str) -> str | None:
         return "turn"
     if prompt.summary is not None and key in prompt.summary.content:
         return "summary"
+    if any(key in row.content for row in prompt.recalled):
+        return "recall"
     return None
 
 
@@ -328,7 +353,7 @@ async def _pin(engine: Engine, user: str, text: str, errors: list[str]) -> None:
         errors.append(f"pin {text[:40]!r}: {reply.text}")
 
 
-async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> bool:
+async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[bool, str | None]:
     """Ask one probe against the replayed conversation; the question is removed afterwards,
     so every probe sees the same history."""
     stored = await engine.record(
@@ -354,7 +379,7 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> bool:
         )
     finally:
         await engine.delete_message(CHANNEL, f"probe{number}")
-    return fact.answer.casefold() in completion.text.casefold()
+    return fact.answer.casefold() in completion.text.casefold(), locate(prompt, fact.key)
 
 
 async def evaluate_strategy(
@@ -374,6 +399,7 @@ async def evaluate_strategy(
         result = StrategyResult(
             strategy=strategy.value,
             budget=prompt.budget,
+            recall_tokens=run_config.memory.recall_tokens,
             prompt_tokens=prompt.tokens,
             max_reported_tokens=0,
             summaries=prompt.summary.compactions if prompt.summary else 0,
@@ -383,8 +409,9 @@ async def evaluate_strategy(
             result.facts.append(FactResult(fact.id, fact.pinned, locate(prompt, fact.key)))
         for number, probe in enumerate(transcript.probes):
             fact = transcript.facts[probe.fact]
+            where: str | None = None
             try:
-                correct = await _ask(engine, probe, fact, number)
+                correct, where = await _ask(engine, probe, fact, number)
             except LLMError as exc:
                 raise ModelFailed(f"the chat model failed on probe {probe.fact!r}: {exc}") from None
             except PromptTooLarge as exc:
@@ -394,6 +421,7 @@ async def evaluate_strategy(
             for item in result.facts:
                 if item.id == fact.id:
                     item.answered = bool(item.answered) or correct
+                    item.asked_where = item.asked_where or where
         result.max_reported_tokens = recording.max_reported
         return result
 
@@ -420,7 +448,7 @@ def format_report(
         "",
         f"{'strategy':<8}  {'prompt/budget':>13}  {'max sent':>8}  {'summaries':>9}  "
         f"{'facts in prompt':>15}  {'pinned':>6}  {'unpinned':>8}  {'in summary':>10}  "
-        f"{'answered':>8}",
+        f"{'answered':>8}  {'recall':>6}  {'when asked':>10}  {'via recall':>10}",
     ]
     for r in results:
         in_summary = sum(1 for f in r.facts if f.where == "summary")
@@ -430,7 +458,9 @@ def format_report(
             f"{f'{r.present}/{len(facts)}':>15}  "
             f"{f'{r.present_where(pinned=True)}/{pinned}':>6}  "
             f"{f'{r.present_where(pinned=False)}/{len(facts) - pinned}':>8}  "
-            f"{in_summary:>10}  {f'{r.answered}/{r.probes}':>8}"
+            f"{in_summary:>10}  {f'{r.answered}/{r.probes}':>8}  {r.recall_tokens:>6}  "
+            f"{f'{r.present_when_asked}/{r.probed}':>10}  "
+            f"{sum(1 for f in r.facts if f.asked_where == 'recall'):>10}"
         )
     for r in results:
         missing = [f.id for f in r.facts if f.where is None]

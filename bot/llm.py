@@ -169,6 +169,39 @@ class OpenAIChatModel:
         )
 
 
+class Embedder(Protocol):
+    """What recall needs of an embeddings endpoint: one vector per text."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class OpenAIEmbedder:
+    """An :class:`Embedder` on the ``embeddings`` API of an OpenAI-compatible endpoint."""
+
+    def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
+        self._client = client
+        self._model = model
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            response = await self._client.embeddings.create(model=self._model, input=list(texts))
+        except openai.APIError as exc:
+            raise _classify(exc) from exc
+        except (ValueError, TypeError) as exc:
+            raise LLMError(Failure.BAD_RESPONSE, type(exc).__name__) from exc
+        data = sorted(response.data or [], key=lambda item: item.index)
+        if len(data) != len(texts):
+            raise LLMError(Failure.BAD_RESPONSE, f"{len(data)} embeddings for {len(texts)} texts")
+        return [list(item.embedding) for item in data]
+
+
 def _classify(exc: openai.APIError) -> LLMError:
     if isinstance(exc, openai.APITimeoutError):
         return LLMError(Failure.TIMEOUT, "request timed out")

@@ -73,7 +73,7 @@ BASE_CONFIG: dict[str, Any] = {
         "timeout_seconds": 5,
         "max_retries": 2,
     },
-    "memory": {"max_context_tokens": 8000},
+    "memory": {"max_context_tokens": 8000, "recall_tokens": 0},
 }
 
 

@@ -136,8 +136,22 @@ def test_doctor_checks_everything_and_reports_each_line(
         "ok   chat endpoint",
         "ok   summary endpoint",
         "ok   memory",
+        "ok   recall",
         "ok   platforms",
     ]
+    assert "ok   recall: off (memory.recall_tokens: 0)" in lines
+    on = write_config(
+        tmp_path,
+        llm_thread.url,
+        memory={"recall_tokens": 500, "recall_embeddings": True},
+        llm={"embedding_model": "embed-small"},
+    )
+    checked = bot("doctor", "--config", str(on))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        "ok   recall: up to 500 tokens of earlier messages; keyword search (SQLite FTS5) and by "
+        "meaning (embed-small, 16 dims)"
+    ) in checked.stdout.splitlines()
 
 
 def test_doctor_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:

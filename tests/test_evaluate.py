@@ -114,6 +114,24 @@ async def test_with_room_for_everything_every_strategy_keeps_every_fact_verbatim
         assert result.summaries == 0 or result.strategy == "summary"
 
 
+async def test_recall_brings_back_at_the_same_budget_what_the_window_forgot(
+    llm: FakeLLM, make_config: ConfigFactory
+) -> None:
+    llm.responder = recall
+    transcript = parse_transcript(small_transcript())
+    figures = {}
+    for recall_tokens in (0, 120):
+        config = make_config(memory={"max_context_tokens": 300, "recall_tokens": recall_tokens})
+        (result,) = await evaluate(config, transcript, [Strategy.WINDOW])
+        assert (
+            result.errors == [] and result.budget == 300 and result.recall_tokens == recall_tokens
+        )
+        assert 0 < result.max_reported_tokens <= 300  # recall stays within the same budget
+        figures[recall_tokens] = {f.id: (f.asked_where, f.answered) for f in result.facts}
+    assert figures[0] == {"codeword": (None, False), "oncall": ("pin", True)}
+    assert figures[120] == {"codeword": ("recall", True), "oncall": ("pin", True)}
+
+
 def test_bot_eval_prints_the_figures_per_strategy(tmp_path: Path, llm_thread: FakeLLM) -> None:
     llm_thread.responder = recall
     path = tmp_path / "probe.jsonl"
@@ -128,15 +146,16 @@ def test_bot_eval_prints_the_figures_per_strategy(tmp_path: Path, llm_thread: Fa
     )
     window = next(line.split() for line in lines if line.startswith("window "))
     hybrid = next(line.split() for line in lines if line.startswith("hybrid "))
-    assert window[4:] == ["1/2", "1/1", "0/1", "0", "1/2"]
-    assert hybrid[4:] == ["2/2", "1/1", "1/1", "1", "2/2"]
+    assert window[4:] == ["1/2", "1/1", "0/1", "0", "1/2", "0", "1/2", "0"]
+    assert hybrid[4:] == ["2/2", "1/1", "1/1", "1", "2/2", "0", "2/2", "0"]
     assert "window: not in the prompt: codeword" in lines
     as_json = bot(*args, "--strategy", "hybrid", "--json")
     assert as_json.returncode == 0, as_json.stderr
     (figures,) = json.loads(as_json.stdout)
     assert figures["facts_present"] == 2 and figures["answered"] == 2
     assert figures["facts"][0] == {
-        "id": "codeword", "pinned": False, "where": "summary", "answered": True
+        "id": "codeword", "pinned": False, "where": "summary", "answered": True,
+        "asked_where": "summary",
     }  # fmt: skip
     assert not (tmp_path / "bot.sqlite3").exists()
 

@@ -15,7 +15,10 @@ one of them), and checks every prompt the real ``openai`` SDK actually sent, plu
 4. the user messages are in the order they were sent;
 5. the current message is last;
 6. isolation: nothing said or pinned in another conversation appears (a thread shares its
-   channel's pins but not its channel's messages).
+   channel's pins but not its channel's messages);
+7. recall (when ``memory.recall_tokens`` is on): at most one recall message, right after the
+   system message, within ``recall_tokens``, holding only messages of the same conversation
+   older than the recent turns in the prompt, none of which is repeated among them.
 
 Also: a message the engine refuses (``ReplyKind.ERROR``) sent no request, really did not fit,
 says so clearly and is still stored; blank messages are neither sent nor stored; and with the
@@ -50,6 +53,7 @@ from bot.commands import run_command
 from bot.config import parse_config
 from bot.context import SUMMARY_HEADING
 from bot.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind, Summary
+from bot.recall import RECALL_HEADING
 from tests.conftest import BASE_CONFIG, config_dict, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM, Item, count_prompt_tokens, encoding_for
 from tests.support.fake_llm import Reply as ScriptedReply
@@ -100,6 +104,7 @@ fragments = st.one_of(
     st.sampled_from(SPECIAL_TOKENS),
     st.text(alphabet=WHITESPACE, min_size=1, max_size=6),
     st.just("FACT"),  # lines with FACT are what the fake summary model carries forward
+    st.sampled_from(("wifi password ", "数据库密码", "vault code ")),  # words recall can find
 )
 short_texts = st.lists(fragments, max_size=3).map("".join)
 long_texts = st.builds(
@@ -231,6 +236,7 @@ class Scenario:
     window_turns: int
     keep_recent_turns: int
     actions: tuple[Action, ...]
+    recall_tokens: int = 0
 
 
 def scenarios(strategy_names: Sequence[str]) -> st.SearchStrategy[Scenario]:
@@ -241,6 +247,7 @@ def scenarios(strategy_names: Sequence[str]) -> st.SearchStrategy[Scenario]:
         window_turns=st.integers(min_value=1, max_value=4),
         keep_recent_turns=st.integers(min_value=1, max_value=3),
         actions=st.lists(actions, min_size=6, max_size=30).map(tuple),
+        recall_tokens=st.sampled_from((0, 60, 150)),
     )
 
 
@@ -308,6 +315,15 @@ def check_layout(world: World, conversation: Conversation, messages: list[Messag
     """Invariants 2, 3, 4 and 6 on one prompt; returns the indices of the turns it holds."""
     assert messages, "an empty prompt"
     system, rest = messages[0], messages[1:]
+    recalled: set[str] = set()
+    if rest and rest[0]["role"] == "system":
+        recall, rest = rest[0], rest[1:]
+        assert world.scenario.recall_tokens, "a recall message with recall off"
+        assert recall["content"].startswith(RECALL_HEADING + "\n- ")
+        tokens = count_prompt_tokens(MODEL, [system, recall]) - count_prompt_tokens(MODEL, [system])
+        assert tokens <= world.scenario.recall_tokens, "recall over its share"
+        recalled = set(MESSAGE_MARKER.findall(recall["content"]))
+        event("a prompt with recalled messages")
     assert system["role"] == "system"
     assert system["content"].startswith(SYSTEM_PROMPT)
     positions = [system["content"].find(line) for line in world.pin_lines[channel_of(conversation)]]
@@ -346,6 +362,8 @@ def check_layout(world: World, conversation: Conversation, messages: list[Messag
             assert kept and kept[-1] == index and rest[position - 1]["role"] == "user", (
                 f"turn {turn.marker} split: an answer without its question"
             )
+    for marker in recalled:  # tags were checked above: the same conversation's
+        assert not kept or index_of[marker] < kept[0], f"recalled {marker} is not older"
     return kept
 
 
@@ -376,6 +394,9 @@ def check_greedy_eviction(
     """full/window: only what does not fit (or is past the window) is left out, newest first."""
     system = messages[0]
     base = count_prompt_tokens(MODEL, [system])
+    recalled = set()
+    if messages[1]["role"] == "system":
+        recalled = set(MESSAGE_MARKER.findall(messages[1]["content"]))
 
     def alone(index: int) -> int:
         return count_prompt_tokens(MODEL, [system, *turns[index].messages()])
@@ -388,6 +409,9 @@ def check_greedy_eviction(
             assert alone(index) > world.budget, f"turn {index} left out though it fits"
     older = [i for i in range(kept[0] - 1, -1, -1) if alone(i) <= world.budget]
     if older and (window is None or len(kept) < window):
+        if turns[older[0]].marker in recalled:
+            event("the window stopped at a recalled turn")
+            return  # recall shows it: adding it to the window would repeat it
         grown = tokens + alone(older[0]) - base
         assert grown > world.budget, f"turn {older[0]} left out though {grown} tokens would fit"
 
@@ -596,6 +620,7 @@ def run(scenario: Scenario) -> None:
                         "window_turns": scenario.window_turns,
                         "keep_recent_turns": scenario.keep_recent_turns,
                         "summary_retry_seconds": 0,
+                        "recall_tokens": scenario.recall_tokens,
                     },
                 )
                 async with open_app(parse_config(data, {})) as app:
@@ -645,6 +670,7 @@ long_histories = st.builds(
         min_size=60,
         max_size=110,
     ).map(tuple),
+    recall_tokens=st.sampled_from((0, 120)),
 )
 
 

@@ -117,6 +117,44 @@ class Store(Protocol):
 
     async def count_messages(self, *, conversation_key: str) -> int: ...
 
+    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many indexed messages hold each full-text term (over every conversation)."""
+        ...
+
+    async def search_messages(
+        self, *, conversation_key: str, match: str, before_id: int, limit: int
+    ) -> Sequence[tuple[StoredMessage, float]]:
+        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``,
+        with their score, best first."""
+        ...
+
+    async def messages_by_id(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        """The conversation's messages among ``ids``, oldest first."""
+        ...
+
+    async def save_vector(
+        self, *, message_id: int, content: str, model: str, vector: bytes
+    ) -> bool:
+        """Store a message's embedding unless the message is gone or no longer ``content``."""
+        ...
+
+    async def unembedded(
+        self, *, before_id: int | None, model: str, limit: int
+    ) -> Sequence[tuple[int, str]]:
+        """``(id, content)`` of the newest messages before ``before_id`` (None: all) that have
+        no ``model`` vector."""
+        ...
+
+    async def vector(self, *, message_id: int, model: str) -> bytes | None: ...
+
+    async def vectors(
+        self, *, conversation_key: str, before_id: int, model: str, limit: int
+    ) -> Sequence[tuple[int, bytes]]:
+        """``(id, vector)`` of the newest ``limit`` embedded messages before ``before_id``."""
+        ...
+
     async def add_pin(
         self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
     ) -> Pin: ...
@@ -134,7 +172,8 @@ class Store(Protocol):
         ...
 
     async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
-        """Delete the conversation's messages and summaries (and its channel's pins)."""
+        """Delete the conversation's messages (with their search index entries and vectors)
+        and summaries (and its channel's pins)."""
         ...
 
     async def record_usage(

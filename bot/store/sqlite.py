@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -11,6 +12,7 @@ from typing import Any
 
 import aiosqlite
 
+from bot.fulltext import document_terms, index_text
 from bot.models import Conversation, Pin, Role, StoredMessage, Summary, render_content
 from bot.store import archive
 from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
@@ -84,6 +86,49 @@ _MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # 2: recall. A full-text index of every message (rowid = messages.id, the text as
+    # bot.fulltext.index_text spells it) and how many messages hold each term, kept by
+    # triggers in the statement that changes the message (through the recall_text and
+    # recall_terms functions every connection registers); the messages' embedding vectors,
+    # dropped with the message or when its text changes.
+    """
+    CREATE VIRTUAL TABLE message_index USING fts5 (
+        body, tokenize = 'unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE message_index_terms (
+        term TEXT PRIMARY KEY,
+        docs INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE message_vectors (
+        message_id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE TRIGGER message_index_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO message_index (rowid, body) VALUES (new.id, recall_text(new.content));
+        INSERT INTO message_index_terms (term, docs)
+            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
+            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
+    END;
+    CREATE TRIGGER message_index_update AFTER UPDATE OF content ON messages BEGIN
+        UPDATE message_index SET body = recall_text(new.content) WHERE rowid = new.id;
+        UPDATE message_index_terms SET docs = docs - 1
+            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
+        INSERT INTO message_index_terms (term, docs)
+            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
+            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
+        DELETE FROM message_vectors WHERE message_id = new.id;
+    END;
+    CREATE TRIGGER message_index_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_index WHERE rowid = old.id;
+        UPDATE message_index_terms SET docs = docs - 1
+            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
+    END;
+    INSERT INTO message_index (rowid, body) SELECT id, recall_text(content) FROM messages;
+    INSERT INTO message_index_terms (term, docs)
+        SELECT value, COUNT(*) FROM messages, json_each(recall_terms(messages.content))
+        GROUP BY value;
+    """,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -92,10 +137,27 @@ _MESSAGE_COLUMNS = (
     "id, COALESCE(reply_to, id), role, author_id, author_name, content, tokens, created_at, "
     "platform_message_id"
 )
+_MESSAGE_COLUMNS_M = (  # the same, from ``messages m`` in a join
+    "m.id, COALESCE(m.reply_to, m.id), m.role, m.author_id, m.author_name, m.content, m.tokens,"
+    " m.created_at, m.platform_message_id"
+)
 _SUMMARY_COLUMNS = (
     "id, conversation, content, tokens, covers_through_turn, message_count, first_message_id, "
     "last_message_id, compactions, rebuilt, model, created_at"
 )
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of ``script`` (a trigger's body holds ``;`` too)."""
+    statements: list[str] = []
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    return statements
 
 
 class DatabaseError(Exception):
@@ -155,7 +217,17 @@ class SqliteStore:
             await db.execute("PRAGMA journal_mode = WAL")
             await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute("PRAGMA foreign_keys = ON")
+            await db.create_function("recall_text", 1, index_text, deterministic=True)
+            await db.create_function("recall_terms", 1, document_terms, deterministic=True)
             await store._migrate()
+        except sqlite3.OperationalError as exc:
+            await db.close()
+            if "fts5" in str(exc):
+                raise DatabaseError(
+                    f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, which recall's "
+                    "search index needs; use a standard CPython build (or the Docker image)"
+                ) from exc
+            raise
         except Exception:
             await db.close()
             raise
@@ -170,9 +242,8 @@ class SqliteStore:
             )
         for number in range(version, SCHEMA_VERSION):
             async with self._transaction():
-                for statement in _MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        await self._db.execute(statement)
+                for statement in _statements(_MIGRATIONS[number]):
+                    await self._db.execute(statement)
                 await self._db.execute(f"PRAGMA user_version = {number + 1}")
 
     @asynccontextmanager
@@ -354,6 +425,89 @@ class SqliteStore:
             "SELECT COUNT(*) FROM messages WHERE conversation = ?", (conversation_key,)
         )
         return int(next(iter(rows))[0])
+
+    # -- recall ---------------------------------------------------------------------------
+
+    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many stored messages hold each term (over every conversation)."""
+        if not terms:
+            return {}
+        marks = ", ".join("?" for _ in terms)
+        rows = await self._db.execute_fetchall(
+            f"SELECT term, docs FROM message_index_terms WHERE term IN ({marks})",  # noqa: S608
+            list(terms),
+        )
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    async def search_messages(
+        self, *, conversation_key: str, match: str, before_id: int, limit: int
+    ) -> Sequence[tuple[StoredMessage, float]]:
+        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``
+        with their bm25 score, best first (the higher the score, the better)."""
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS_M}, -bm25(message_index) AS score"  # noqa: S608
+            " FROM message_index CROSS JOIN messages m ON m.id = message_index.rowid"
+            " WHERE message_index MATCH ? AND message_index.rowid < ? AND m.conversation = ?"
+            " ORDER BY score DESC LIMIT ?",
+            (match, before_id, conversation_key, limit),
+        )
+        return [(_message(row), float(row[-1])) for row in rows]
+
+    async def messages_by_id(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            f" WHERE conversation = ? AND id IN ({marks}) ORDER BY id",
+            (conversation_key, *ids),
+        )
+        return [_message(row) for row in rows]
+
+    async def save_vector(
+        self, *, message_id: int, content: str, model: str, vector: bytes
+    ) -> bool:
+        """Store a message's embedding, unless the message is gone or its text changed."""
+        changed = await self._write(
+            "INSERT OR REPLACE INTO message_vectors (message_id, model, vector)"
+            " SELECT id, ?, ? FROM messages WHERE id = ? AND content = ?",
+            (model, vector, message_id, content),
+        )
+        return changed > 0
+
+    async def unembedded(
+        self, *, before_id: int | None, model: str, limit: int
+    ) -> Sequence[tuple[int, str]]:
+        """``(id, content)`` of the newest messages (of any conversation) before ``before_id``
+        without a ``model`` vector."""
+        rows = await self._db.execute_fetchall(
+            "SELECT m.id, m.content FROM messages m WHERE m.id < ? AND NOT EXISTS"
+            " (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?)"
+            " ORDER BY m.id DESC LIMIT ?",
+            (before_id if before_id is not None else 2**63 - 1, model, limit),
+        )
+        return [(int(row[0]), str(row[1])) for row in rows]
+
+    async def vector(self, *, message_id: int, model: str) -> bytes | None:
+        rows = await self._db.execute_fetchall(
+            "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
+            (message_id, model),
+        )
+        return next((bytes(row[0]) for row in rows), None)
+
+    async def vectors(
+        self, *, conversation_key: str, before_id: int, model: str, limit: int
+    ) -> Sequence[tuple[int, bytes]]:
+        """``(message id, vector)`` of the newest ``limit`` embedded messages before
+        ``before_id``."""
+        rows = await self._db.execute_fetchall(
+            "SELECT m.id, v.vector FROM messages m JOIN message_vectors v ON v.message_id = m.id"
+            " WHERE m.conversation = ? AND m.id < ? AND v.model = ? ORDER BY m.id DESC LIMIT ?",
+            (conversation_key, before_id, model, limit),
+        )
+        return [(int(row[0]), bytes(row[1])) for row in rows]
 
     async def add_pin(
         self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str

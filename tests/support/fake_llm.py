@@ -147,6 +147,10 @@ class FakeLLM:
         self.models = list(models)
         self.responder: Responder = echo
         self.prompt_token_factor: dict[str, float] = {}
+        self.embedder: Callable[[str], list[float]] = fake_embedding
+        """What the embeddings endpoint answers for each input text."""
+        self.embeddings_status = 200
+        """Anything but 200: the embeddings endpoint fails with that status."""
         self.url = ""
         self._lock = threading.Lock()
         self._queue: deque[Item] = deque()
@@ -345,12 +349,15 @@ class FakeLLM:
     async def _embeddings(self, request: web.Request) -> web.Response:
         body = await _json_body(request)
         body = body if isinstance(body, dict) else {}
+        if self.embeddings_status != 200:
+            error = _error("embeddings unavailable", "server_error", None)
+            return web.json_response(error, status=self.embeddings_status)
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         model = str(body.get("model", ""))
         data = []
         for index, text in enumerate(texts):
-            vector: list[float] | str = fake_embedding(text)
+            vector: list[float] | str = self.embedder(text)
             if body.get("encoding_format") == "base64":  # the SDK's default
                 vector = base64.b64encode(FLOAT32S.pack(*vector)).decode()
             data.append({"object": "embedding", "index": index, "embedding": vector})

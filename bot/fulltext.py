@@ -1,0 +1,76 @@
+"""Full-text search text for SQLite FTS5, in English and Chinese alike.
+
+FTS5's ``unicode61`` tokenizer splits on spaces and punctuation, which suits English but
+turns a run of Chinese characters (a whole clause: Chinese has no spaces) into one token;
+its ``trigram`` tokenizer cannot match two-character words, the commonest kind. So the index
+holds a derived text: every run of CJK characters (Han, kana) is spelled out as its single
+characters and its overlapping two-character pairs ("访客密码" → 访 客 密 码 访客 客密 密码),
+and everything else is left for ``unicode61`` (case and diacritics folded). A query goes through
+the same expansion, using the pairs (or the single character of a one-character run), so
+"密码" finds "访客WiFi密码是多少" and "wifi" finds "WiFi".
+
+The match expression quotes every term and joins them with OR: user text can never produce
+an FTS5 syntax error, and ``"``, ``*``, ``NEAR``, ``AND``, ``-`` and the like are plain text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(r"[^\W_]+")
+MAX_QUERY_TERMS = 64
+"""The most distinct terms read from one query (a long paste is cut there)."""
+
+
+def _pairs(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_text(text: str) -> str:
+    """What the index stores for ``text``: CJK runs as characters and character pairs."""
+    if _CJK_RUN.search(text) is None:
+        return text
+    return _CJK_RUN.sub(lambda m: f" {' '.join([*m.group(), *_pairs(m.group())])} ", text)
+
+
+def document_terms(text: str) -> str:
+    """The distinct terms ``text`` is indexed under, as a JSON array: lowercased words, CJK
+    characters and character pairs. Their counts over all messages tell how common a query
+    term is without scanning the index."""
+    terms = {word.lower() for word in _WORD.findall(_CJK_RUN.sub(" ", text))}
+    for match in _CJK_RUN.finditer(text):
+        run = match.group()
+        terms.update(run)
+        terms.update(_pairs(run))
+    return json.dumps(sorted(terms), ensure_ascii=False)
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct search terms of ``text``, in order: words, and CJK character pairs."""
+    terms: list[str] = []
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        if term not in seen and len(terms) < MAX_QUERY_TERMS:
+            seen.add(term)
+            terms.append(term)
+
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        for word in _WORD.findall(text[position : match.start()]):
+            add(word.lower())
+        run = match.group()
+        for pair in _pairs(run) or [run]:
+            add(pair)
+        position = match.end()
+    for word in _WORD.findall(text[position:]):
+        add(word.lower())
+    return terms
+
+
+def match_expression(terms: list[str]) -> str:
+    """An FTS5 query matching any of ``terms``; every term is a quoted string."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)

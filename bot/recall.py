@@ -1,0 +1,260 @@
+"""Recall: the conversation's earlier messages that match the message being answered.
+
+Messages that have left the recent window (and those folded into the lossy summary) are still
+stored. For each prompt, the message being answered is the query: a full-text search (FTS5,
+see :mod:`bot.fulltext`) ranks the conversation's messages older than the window by bm25 and,
+when embeddings are on, a cosine search over their stored vectors ranks them by meaning; the
+two rankings are fused by reciprocal rank (each list contributes ``1 / (60 + rank)``). The
+best few single messages, with their date and author, go into the prompt as one system message
+after the summary and before the recent turns, within ``memory.recall_tokens``.
+
+Never recalled: another conversation's messages (a thread and its channel are separate), the
+message being answered, anything in the recent window of the same prompt, and messages whose
+text is already in a pin. The vector search is brute force in Python over the newest
+``memory.recall_vector_limit`` embedded messages of the conversation older than the window
+(the Python here cannot load SQLite extensions such as sqlite-vec).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import operator
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bot.config import MemoryConfig
+from bot.fulltext import match_expression, query_terms
+from bot.llm import Embedder, LLMError
+from bot.models import Pin, Role, StoredMessage
+from bot.store.base import Store
+from bot.tokens import MESSAGE_OVERHEAD
+
+log = logging.getLogger(__name__)
+
+RECALL_HEADING = (
+    "Earlier messages in this conversation that may be relevant (found by search, oldest "
+    "first; the recent messages follow):"
+)
+MAX_TERMS = 8
+"""The rarest terms of a query that are searched for."""
+COMMON_TERM_DOCS = 200
+"""A term held by more stored messages than this is left out of the search: it would rank
+little, and scoring every message that holds it would cost a long scan each turn."""
+MIN_KEYWORD_SCORE = 0.5
+"""The least bm25 score of a keyword match: matching only words that a good share of all
+messages hold ("the", "是什") is no match."""
+_HITS = 24  # candidates read from each search
+_LINE_COSTS = 4096
+_ESTIMATE_SLACK = 8  # lines counted one by one may come to a few tokens more than together
+_RRF_K = 60
+
+
+def vector_bytes(vector: Sequence[float]) -> bytes:
+    """A vector as stored: unit length, float32."""
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return array("f", (x / norm for x in vector)).tobytes()
+
+
+def render_line(message: StoredMessage) -> str:
+    when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+    who = message.author_name if message.role is Role.USER else "assistant"
+    return f"- {when} [{who}] {message.content}"
+
+
+@dataclass(frozen=True)
+class Recalled:
+    messages: Sequence[StoredMessage]
+    """Oldest first, as shown."""
+    text: str
+    tokens: int
+    """What the recall message costs in the prompt (0 when nothing was recalled)."""
+
+    def prompt_message(self) -> dict[str, str]:
+        return {"role": "system", "content": self.text}
+
+
+NOTHING = Recalled(messages=(), text="", tokens=0)
+
+
+class Recaller:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        count: Callable[[str], int],
+        memory: MemoryConfig,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self._store = store
+        self._count = count
+        self._memory = memory
+        self.embedder = embedder
+        self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
+        self._line_costs: dict[tuple[int, str], int] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self._memory.recall_tokens > 0
+
+    async def search(
+        self, *, conversation_key: str, query: StoredMessage, before_id: int, pins: Sequence[Pin]
+    ) -> list[StoredMessage]:
+        """Candidates before ``before_id``, best first."""
+        scores: dict[int, float] = {}
+        keyword = await self._keyword_hits(conversation_key, query.content, before_id)
+        vector = await self._vector_ids(conversation_key, query, before_id)
+        for ids in ([m.id for m in keyword], vector):
+            for rank, message_id in enumerate(ids, 1):
+                scores[message_id] = scores.get(message_id, 0.0) + 1.0 / (_RRF_K + rank)
+        if not scores:
+            return []
+        found = list(keyword)
+        have = {m.id for m in found}
+        missing = [message_id for message_id in vector if message_id not in have]
+        if missing:
+            found.extend(
+                await self._store.messages_by_id(conversation_key=conversation_key, ids=missing)
+            )
+        pinned = [pin.text for pin in pins]
+        seen: set[str] = set()
+        ranked: list[StoredMessage] = []
+        for message in sorted(found, key=lambda m: (-scores[m.id], -m.id)):
+            text = message.content.strip()
+            if message.id == query.id or text in seen or any(text in pin for pin in pinned):
+                continue
+            seen.add(text)
+            ranked.append(message)
+        return ranked
+
+    def fit(self, ranked: Sequence[StoredMessage], allowance: int) -> Recalled:
+        """The best of ``ranked`` that fit in ``allowance`` tokens, as the prompt shows them."""
+        chosen: list[StoredMessage] = []
+        used = self._heading_tokens
+        if allowance <= used:
+            return NOTHING
+        for message in ranked:
+            if len(chosen) >= self._memory.recall_messages:
+                break
+            cost = self._line_cost(message)
+            if used + cost <= allowance + _ESTIMATE_SLACK:
+                chosen.append(message)
+                used += cost
+        while chosen:
+            shown = sorted(chosen, key=lambda m: m.id)
+            text = "\n".join([RECALL_HEADING, *(render_line(m) for m in shown)])
+            tokens = self._count(text) + MESSAGE_OVERHEAD
+            if tokens <= allowance:
+                return Recalled(messages=shown, text=text, tokens=tokens)
+            chosen.pop()  # the lowest ranked: lines counted apart are a few tokens off
+        return NOTHING
+
+    def _line_cost(self, message: StoredMessage) -> int:
+        """Tokens of the message's line (counted once: each prompt fits candidates twice)."""
+        key = (message.id, message.content)
+        cost = self._line_costs.get(key)
+        if cost is None:
+            if len(self._line_costs) >= _LINE_COSTS:
+                self._line_costs.clear()
+            cost = self._line_costs[key] = self._count(render_line(message)) + 1
+        return cost
+
+    async def _keyword_hits(
+        self, conversation_key: str, text: str, before_id: int
+    ) -> list[StoredMessage]:
+        terms = query_terms(text)
+        if not terms:
+            return []
+        counts = await self._store.term_counts(terms)
+        usable = sorted(
+            (t for t in terms if 0 < counts.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: counts[t]
+        )
+        if not usable:
+            return []
+        hits = await self._store.search_messages(
+            conversation_key=conversation_key,
+            match=match_expression(usable[:MAX_TERMS]),
+            before_id=before_id,
+            limit=_HITS,
+        )
+        return [message for message, score in hits if score >= MIN_KEYWORD_SCORE]
+
+    async def _vector_ids(
+        self, conversation_key: str, query: StoredMessage, before_id: int
+    ) -> list[int]:
+        if self.embedder is None or not self._memory.recall_embeddings:
+            return []
+        model = self.embedder.model
+        stored = await self._store.vector(message_id=query.id, model=model)
+        if stored is None:
+            try:
+                stored = vector_bytes((await self.embedder.embed([query.content]))[0])
+            except LLMError as exc:
+                log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
+                return []
+            await self._store.save_vector(
+                message_id=query.id, content=query.content, model=model, vector=stored
+            )
+        wanted = array("f")
+        wanted.frombytes(stored)
+        rows = await self._store.vectors(
+            conversation_key=conversation_key,
+            before_id=before_id,
+            model=model,
+            limit=self._memory.recall_vector_limit,
+        )
+        similar: list[tuple[float, int]] = []
+        floor = self._memory.recall_min_similarity
+        for message_id, blob in rows:
+            vector = array("f")
+            vector.frombytes(blob)
+            if len(vector) != len(wanted):
+                continue
+            similarity = sum(map(operator.mul, wanted, vector))
+            if similarity >= floor:
+                similar.append((similarity, message_id))
+        similar.sort(reverse=True)
+        return [message_id for _, message_id in similar[:_HITS]]
+
+    async def backfill(self, *, before_id: int, batch: int = 64) -> int:
+        """Embed the messages before ``before_id`` stored without a vector (before embeddings
+        were on, or when embedding failed), newest first, ``batch`` per request; stops at the
+        first failure (the next start tries again). Returns how many were embedded."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model
+        embedded = 0
+        before = before_id
+        while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
+            try:
+                vectors = await self.embedder.embed([content for _, content in rows])
+            except LLMError as exc:
+                log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
+                break
+            for (message_id, content), vector in zip(rows, vectors, strict=True):
+                await self._store.save_vector(
+                    message_id=message_id, content=content, model=model, vector=vector_bytes(vector)
+                )
+            embedded += len(rows)
+            before = rows[-1][0]
+        if embedded:
+            log.info("embedded %d stored messages for recall by meaning", embedded)
+        return embedded
+
+    async def embed_message(self, message: StoredMessage) -> None:
+        """Store the message's vector (called in the background; failures are logged)."""
+        if self.embedder is None or not message.content.strip():
+            return
+        try:
+            vector = (await self.embedder.embed([message.content]))[0]
+        except LLMError as exc:
+            log.warning("embedding message %d failed (%s); keyword recall only", message.id, exc)
+            return
+        await self._store.save_vector(
+            message_id=message.id,
+            content=message.content,
+            model=self.embedder.model,
+            vector=vector_bytes(vector),
+        )
