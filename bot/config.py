@@ -77,6 +77,17 @@ class MemoryConfig(_Section):
     recall_vector_limit: int = Field(default=2000, ge=1, le=100_000)
     recall_min_similarity: float = Field(default=0.3, ge=-1, le=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _recall_default_fits_the_budget(cls, data: Any) -> Any:
+        """Unset, recall_tokens is 1,000 or an eighth of a smaller budget, so a small budget
+        never needs recall_tokens spelled out."""
+        if isinstance(data, dict) and "recall_tokens" not in data:
+            budget = data.get("max_context_tokens", 8000)
+            if isinstance(budget, int) and not isinstance(budget, bool):
+                return {**data, "recall_tokens": min(1000, max(budget, 0) // 8)}
+        return data
+
     @model_validator(mode="after")
     def _target_below_threshold(self) -> MemoryConfig:
         if self.summary_target >= self.summary_threshold:
