@@ -68,6 +68,9 @@ class MemoryConfig(_Section):
     summary_max_input_tokens: int = Field(default=12000, ge=1000)
     summary_retry_seconds: float = Field(default=60.0, ge=0)
     max_message_chars: int = Field(default=200_000, ge=100)
+    profile_tokens: int = Field(default=300, ge=0)
+    """The most a speaker's profile may take in a prompt (and at most a tenth of the budget);
+    0 leaves profiles out of prompts."""
 
     @model_validator(mode="after")
     def _target_below_threshold(self) -> MemoryConfig:

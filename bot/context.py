@@ -1,9 +1,12 @@
 """Building each prompt under the token budget.
 
-Layout, in this order: one system message holding the system prompt, the pinned facts and
-the rolling summary (durable facts first, against "lost in the middle"); then as many recent
-turns as fit, oldest first; the current message last. Whole turns are kept or evicted, never
-half of one. Stored messages are never deleted here: the prompt is a view.
+Layout, in this order: one system message holding the system prompt, the pinned facts, the
+profile of the person speaking and the rolling summary (durable facts first, against "lost in
+the middle"); then as many recent turns as fit, oldest first; the current message last. Whole
+turns are kept or evicted, never half of one. When turns must be left out, important ones
+(:mod:`bot.importance`, or marked with 📌) are kept longer than small talk: older important
+turns take the place of the oldest unimportant ones, outside the newest
+``memory.keep_recent_turns``. Stored messages are never deleted here: the prompt is a view.
 """
 
 from __future__ import annotations
@@ -12,17 +15,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.config import MemoryConfig, Strategy
-from bot.models import Pin, StoredMessage, Summary
+from bot.models import FactSource, Person, Pin, ProfileFact, StoredMessage, Summary
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 _FIRST_BATCH, _MAX_BATCH = 64, 1024
+PROFILE_SHARE = 0.1
+"""A speaker's profile may take at most this share of the budget (and memory.profile_tokens)."""
+IMPORTANT_LOOKBACK = 32
+_EVERY = 1 << 30
+"""How many important turns older than the window are considered for a place in it."""
 
 
 class PromptTooLarge(Exception):
     """What must be in the prompt does not fit the budget; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """Who wrote the message being answered: whose profile the prompt shows."""
+
+    person: Person
+    name: str
 
 
 @dataclass(frozen=True)
@@ -31,11 +47,13 @@ class Breakdown:
     pins: int
     summary: int
     recent: int
+    profile: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
             "system": self.system,
             "pins": self.pins,
+            "profile": self.profile,
             "summary": self.summary,
             "recent": self.recent,
         }
@@ -54,6 +72,8 @@ class Prompt:
     pins: Sequence[Pin]
     turns_left_out: bool
     """Unsummarized turns were left out for lack of room."""
+    profile: Sequence[ProfileFact] = ()
+    """The speaker's facts shown in the prompt."""
 
     @property
     def fill(self) -> float:
@@ -66,11 +86,31 @@ class _Fit:
     """The turns kept in the prompt."""
     tokens: int
     left_out: bool
+    costs: dict[int, int]
+    """The cost of each kept turn."""
+    boundary: int | None = None
+    """The newest turn left out for lack of room (or past the window): it and older turns
+    were not read."""
+    promoted: frozenset[int] = frozenset()
+    """Important turns from before ``boundary`` given a place."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
     lines = [PINS_HEADING]
     lines.extend(f"#{pin.id} ({pin.author_name}): {pin.text}" for pin in pins)
+    return "\n".join(lines)
+
+
+def render_profile(name: str, facts: Sequence[ProfileFact]) -> str:
+    lines = []
+    own = [fact for fact in facts if fact.source is FactSource.USER]
+    inferred = [fact for fact in facts if fact.source is FactSource.SUMMARY]
+    if own:
+        lines.append(f"What {name} (who is speaking now) asked you to remember about them:")
+        lines.extend(f"- {fact.text}" for fact in own)
+    if inferred:
+        lines.append(f"Noted about {name} from earlier conversations (may be out of date):")
+        lines.extend(f"- {fact.text}" for fact in inferred)
     return "\n".join(lines)
 
 
@@ -116,16 +156,45 @@ class Assembler:
     def uses_summary(self) -> bool:
         return self._memory.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
 
-    def head_text(self, pins: Sequence[Pin], summary: Summary | None) -> str:
+    def head_text(
+        self, pins: Sequence[Pin], summary: Summary | None, profile: str | None = None
+    ) -> str:
         parts = [self._system_prompt]
         if pins:
             parts.append(render_pins(pins))
+        if profile:
+            parts.append(profile)
         if summary is not None:
             parts.append(render_summary(summary))
         return "\n\n".join(parts)
 
-    def head_tokens(self, pins: Sequence[Pin], summary: Summary | None) -> int:
-        return self._count(self.head_text(pins, summary)) + MESSAGE_OVERHEAD
+    def head_tokens(
+        self, pins: Sequence[Pin], summary: Summary | None, profile: str | None = None
+    ) -> int:
+        return self._count(self.head_text(pins, summary, profile)) + MESSAGE_OVERHEAD
+
+    def profile_cap(self, budget: int) -> int:
+        return min(self._memory.profile_tokens, int(budget * PROFILE_SHARE))
+
+    def fit_profile(
+        self, name: str, facts: Sequence[ProfileFact], budget: int
+    ) -> tuple[str, list[ProfileFact]]:
+        """The speaker's profile block within its cap: their own facts in the order they set
+        them, then inferred ones newest first, as many as fit."""
+        cap = self.profile_cap(budget)
+        ordered = [f for f in facts if f.source is FactSource.USER]
+        ordered += sorted(
+            (f for f in facts if f.source is FactSource.SUMMARY), key=lambda f: f.id, reverse=True
+        )
+        shown: list[ProfileFact] = []
+        text = ""
+        for fact in ordered:
+            candidate = sorted([*shown, fact], key=lambda f: f.id)
+            rendered = render_profile(name, candidate)
+            if self._count(rendered) > cap:
+                break
+            shown, text = candidate, rendered
+        return text, shown
 
     def pins_tokens(self, pins: Sequence[Pin]) -> int:
         return self._count(render_pins(pins)) if pins else 0
@@ -138,12 +207,13 @@ class Assembler:
         through_id: int | None,
         current_id: int | None,
         budget: int,
+        speaker: Speaker | None = None,
     ) -> Prompt:
         """Fit a prompt for the conversation up to message ``through_id`` into ``budget``.
 
         ``current_id`` names the message being answered: it must be in the prompt, last.
-        Raises :class:`PromptTooLarge` when the system prompt, pins and that message alone
-        exceed the budget.
+        ``speaker`` is whose profile is shown. Raises :class:`PromptTooLarge` when the system
+        prompt, pins, profile and that message alone exceed the budget.
         """
         pins = await self._store.pins(channel_key=channel_key)
         summary = (
@@ -151,7 +221,11 @@ class Assembler:
             if self.uses_summary
             else None
         )
-        head = self.head_tokens(pins, summary)
+        profile_text, profile = "", list[ProfileFact]()
+        if speaker is not None and self._memory.profile_tokens:
+            facts = await self._store.profile_facts(person=speaker.person)
+            profile_text, profile = self.fit_profile(speaker.name, facts, budget)
+        head = self.head_tokens(pins, summary, profile_text)
         fixed = head + REPLY_PRIMING
         if fixed > budget:
             pins_part = self.pins_tokens(pins)
@@ -172,36 +246,65 @@ class Assembler:
                 available=budget - fixed,
                 current_id=current_id,
             )
+            if fit.left_out and fit.boundary is not None:
+                fit = await self._promote_important(
+                    conversation_key=conversation_key,
+                    through_id=through_id,
+                    after_turn=after_turn,
+                    available=budget - fixed,
+                    current_id=current_id,
+                    fit=fit,
+                )
             recent, left_out = fit.tokens, fit.left_out
-            if fit.turns:
-                rows = [
-                    row
-                    for row in await self._store.messages_between(
-                        conversation_key=conversation_key,
-                        first_id=min(fit.turns),
-                        through_id=through_id,
-                    )
-                    if row.turn_id in fit.turns
-                ]
-        messages = [{"role": "system", "content": self.head_text(pins, summary)}]
+            rows = await self._rows(conversation_key, through_id, fit)
+        messages = [{"role": "system", "content": self.head_text(pins, summary, profile_text)}]
         messages.extend(row.prompt_message() for row in rows)
         pins_part = self.pins_tokens(pins)
+        profile_part = self._count(profile_text) if profile_text else 0
         summary_part = self._count(render_summary(summary)) if summary else 0
         return Prompt(
             messages=messages,
             tokens=fixed + recent,
             budget=budget,
             breakdown=Breakdown(
-                system=head - pins_part - summary_part,
+                system=head - pins_part - profile_part - summary_part,
                 pins=pins_part,
                 summary=summary_part,
                 recent=recent,
+                profile=profile_part,
             ),
             window=rows,
             summary=summary,
             pins=pins,
             turns_left_out=left_out,
+            profile=profile,
         )
+
+    async def _rows(
+        self, conversation_key: str, through_id: int, fit: _Fit
+    ) -> Sequence[StoredMessage]:
+        """The kept turns' messages in order: the recent run in one range read, and important
+        older turns by their turn ids (never the small talk in between)."""
+        recent = fit.turns - fit.promoted
+        rows: list[StoredMessage] = []
+        if recent:
+            rows = [
+                row
+                for row in await self._store.messages_between(
+                    conversation_key=conversation_key,
+                    first_id=min(recent),
+                    through_id=through_id,
+                )
+                if row.turn_id in recent
+            ]
+        if fit.promoted:
+            older = await self._store.messages_of_turns(
+                conversation_key=conversation_key,
+                turn_ids=sorted(fit.promoted),
+                through_id=through_id,
+            )
+            rows = sorted([*older, *rows], key=lambda row: row.id)
+        return rows
 
     async def _fit_turns(
         self,
@@ -213,8 +316,9 @@ class Assembler:
         current_id: int | None,
     ) -> _Fit:
         """Choose the newest turns that fit, reading only (id, turn, tokens) per message."""
-        max_turns = self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
+        max_turns = self._max_turns()
         kept: set[int] = set()
+        costs_of: dict[int, int] = {}
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
         remaining = available
         upper = through_id
@@ -246,13 +350,101 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return _Fit(kept, available - remaining, True)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
                 elif cost > remaining:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return _Fit(kept, available - remaining, True)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
                 kept.add(turn_id)
+                costs_of[turn_id] = cost
                 remaining -= cost
             if exhausted:
-                return _Fit(kept, available - remaining, skipped)
+                return _Fit(kept, available - remaining, skipped, costs_of)
+
+    def _max_turns(self) -> int | None:
+        return self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
+
+    async def _promote_important(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        available: int,
+        current_id: int | None,
+        fit: _Fit,
+    ) -> _Fit:
+        """Give important turns left out a place, in exchange for the oldest unimportant kept
+        turns outside the newest ``keep_recent_turns`` (and the current one); then put back
+        what still fits of what was exchanged."""
+        assert fit.boundary is not None
+        candidates = await self._store.important_turns(
+            conversation_key=conversation_key,
+            through_id=through_id,
+            after_turn=after_turn,
+            before_turn=fit.boundary + 1,
+            limit=IMPORTANT_LOOKBACK,
+        )
+        if not candidates:
+            return fit
+        important_kept = await self._store.important_turns(
+            conversation_key=conversation_key,
+            through_id=through_id,
+            after_turn=fit.boundary,
+            before_turn=through_id + 1,
+            limit=_EVERY,
+        )
+        costs = dict(fit.costs)
+        for turn_id, tokens in await self._store.turn_costs(
+            conversation_key=conversation_key, turn_ids=candidates, through_id=through_id
+        ):
+            if turn_id not in fit.turns:
+                costs[turn_id] = costs.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
+        newest_first = sorted(fit.turns, reverse=True)
+        protected = set(newest_first[: self._memory.keep_recent_turns])
+        if current_id is not None:
+            protected.add(current_id)
+        keep = protected | set(important_kept)
+        evictable = [t for t in reversed(newest_first) if t not in keep]
+        max_turns = self._max_turns()
+        kept, remaining = set(fit.turns), available - fit.tokens
+        promoted: set[int] = set()
+        evicted: list[int] = []
+        for candidate in candidates:
+            cost = costs.get(candidate, available + 1)
+            if cost > available:
+                continue
+            taken, freed = 0, 0
+            while (
+                freed + remaining < cost
+                or (max_turns is not None and len(kept) - taken >= max_turns)
+            ) and taken < len(evictable):
+                freed += costs[evictable[taken]]
+                taken += 1
+            if freed + remaining < cost or (
+                max_turns is not None and len(kept) - taken >= max_turns
+            ):
+                continue
+            for turn_id in evictable[:taken]:
+                kept.discard(turn_id)
+                evicted.append(turn_id)
+            evictable = evictable[taken:]
+            kept.add(candidate)
+            promoted.add(candidate)
+            remaining += freed - cost
+        for turn_id in sorted(evicted, reverse=True):  # newest first, while they fit
+            if costs[turn_id] > remaining or (max_turns is not None and len(kept) >= max_turns):
+                break
+            kept.add(turn_id)
+            remaining -= costs[turn_id]
+        if not promoted:
+            return fit
+        return _Fit(
+            kept,
+            available - remaining,
+            True,
+            {t: costs[t] for t in kept},
+            fit.boundary,
+            frozenset(promoted),
+        )
