@@ -239,10 +239,10 @@ class Engine:
         )
 
     async def mark_important(self, conversation: Conversation, message_id: str, on: bool) -> bool:
-        """A 📌 reaction added (``on``) or removed on a platform message; False when the
-        message is not in this conversation's memory."""
+        """A 📌 reaction added (``on``) or removed on a platform message in the conversation's
+        channel or one of its threads; False when memory does not have that message."""
         return await self.store.mark_message(
-            conversation_key=conversation.key, message_id=message_id, delta=1 if on else -1
+            channel_key=conversation.channel_key, message_id=message_id, delta=1 if on else -1
         )
 
     async def attach_message_id(

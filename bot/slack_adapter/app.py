@@ -38,6 +38,7 @@ from bot.slack_adapter.translate import (
     to_edit,
     to_incoming,
     to_pin,
+    to_reaction,
 )
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class Listeners:
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)
         app.event("app_mention")(self.on_mention)
+        app.event("reaction_added")(self.on_reaction)
+        app.event("reaction_removed")(self.on_reaction)
         for spec in COMMANDS:
             app.command(f"/{spec.name}")(self.on_command)
         app.shortcut(PIN_SHORTCUT)(self.on_pin_shortcut)
@@ -120,6 +123,11 @@ class Listeners:
 
     async def on_mention(self, ack: AsyncAck) -> None:
         await ack()  # the same message also arrives as a message event, handled there
+
+    async def on_reaction(self, body: dict[str, Any], ack: AsyncAck) -> None:
+        await ack()
+        if self._first_delivery(body):
+            self._spawn(self._reaction(body), "slack reaction")
 
     async def on_command(self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond) -> None:
         await ack()
@@ -200,12 +208,26 @@ class Listeners:
         """Messages of one conversation are handled one at a time, in the order they came
         (``asyncio.Lock`` wakes waiters first come, first served), so memory keeps their order
         even when looking a name up takes one of them longer."""
-        key = ordering_key(body)
+        async with self._order_lock(ordering_key(body)):
+            await self._message(body)
+
+    def _order_lock(self, key: str) -> asyncio.Lock:
         lock = self._order_locks.get(key)
         if lock is None:
             lock = self._order_locks[key] = asyncio.Lock()
-        async with lock:
-            await self._message(body)
+        return lock
+
+    async def _reaction(self, body: dict[str, Any]) -> None:
+        """📌 on a message marks it important; unknown messages are ignored. Queued behind the
+        channel's messages, so a reaction to a message just sent finds it stored."""
+        reaction = to_reaction(body)
+        if reaction is None:
+            return
+        conversation = reaction.conversation
+        async with self._order_lock(f"{conversation.workspace}:{conversation.channel}:"):
+            found = await self.engine.mark_important(conversation, reaction.message_id, reaction.on)
+        if not found:
+            log.debug("ignoring a pushpin on a message not in memory")
 
     async def _message(self, body: dict[str, Any]) -> None:
         event = message_event(body)

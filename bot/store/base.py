@@ -91,8 +91,9 @@ class Store(Protocol):
         """Replace a message's text (and its importance score, when given)."""
         ...
 
-    async def mark_message(self, *, conversation_key: str, message_id: str, delta: int) -> bool:
-        """Add ``delta`` (+1, -1) to the 📌 marks of a message; False when it is unknown."""
+    async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
+        """Add ``delta`` (+1, -1) to the 📌 marks of a message of the channel or its threads
+        (a thread's copy of its root too); False when no conversation there has it."""
         ...
 
     async def important_turns(

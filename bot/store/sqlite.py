@@ -321,11 +321,12 @@ class SqliteStore:
         )
         return changed > 0
 
-    async def mark_message(self, *, conversation_key: str, message_id: str, delta: int) -> bool:
+    async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
         changed = await self._write(
             "UPDATE messages SET marks = MAX(marks + ?, 0)"
-            " WHERE conversation = ? AND platform_message_id = ?",
-            (delta, conversation_key, message_id),
+            " WHERE conversation IN (SELECT key FROM conversations WHERE channel_key = ?)"
+            " AND platform_message_id = ?",
+            (delta, channel_key, message_id),
         )
         return changed > 0
 
