@@ -25,7 +25,6 @@ _FIRST_BATCH, _MAX_BATCH = 64, 1024
 PROFILE_SHARE = 0.1
 """A speaker's profile may take at most this share of the budget (and memory.profile_tokens)."""
 IMPORTANT_LOOKBACK = 32
-_EVERY = 1 << 30
 """How many important turns older than the window are considered for a place in it."""
 
 
@@ -93,6 +92,8 @@ class _Fit:
     were not read."""
     promoted: frozenset[int] = frozenset()
     """Important turns from before ``boundary`` given a place."""
+    read: int = 0
+    """Message rows read to choose the turns."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -319,6 +320,7 @@ class Assembler:
         max_turns = self._max_turns()
         kept: set[int] = set()
         costs_of: dict[int, int] = {}
+        read = 0
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
         remaining = available
         upper = through_id
@@ -331,6 +333,7 @@ class Assembler:
                 after_turn=after_turn,
                 limit=batch,
             )
+            read += len(costs)
             for _, turn_id, tokens in costs:
                 pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
             exhausted = len(costs) < batch
@@ -350,12 +353,12 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id, read=read)
                 elif cost > remaining:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id, read=read)
                 kept.add(turn_id)
                 costs_of[turn_id] = cost
                 remaining -= cost
@@ -379,35 +382,32 @@ class Assembler:
         turns outside the newest ``keep_recent_turns`` (and the current one); then put back
         what still fits of what was exchanged."""
         assert fit.boundary is not None
-        candidates = await self._store.important_turns(
+        # The rows read so far hold every important message of the kept turns: the newest
+        # important rows past those are the candidates.
+        important = await self._store.important_turns(
             conversation_key=conversation_key,
             through_id=through_id,
             after_turn=after_turn,
-            before_turn=fit.boundary + 1,
-            limit=IMPORTANT_LOOKBACK,
+            limit=fit.read + 2 * IMPORTANT_LOOKBACK,
         )
+        candidates = [t for t in important if t <= fit.boundary][:IMPORTANT_LOOKBACK]
         if not candidates:
             return fit
-        important_kept = await self._store.important_turns(
-            conversation_key=conversation_key,
-            through_id=through_id,
-            after_turn=fit.boundary,
-            before_turn=through_id + 1,
-            limit=_EVERY,
-        )
+        newest_first = sorted(fit.turns, reverse=True)
+        protected = set(newest_first[: self._memory.keep_recent_turns])
+        if current_id is not None:
+            protected.add(current_id)
+        keep = protected | set(important)
+        evictable = [t for t in reversed(newest_first) if t not in keep]
+        max_turns = self._max_turns()
+        if not evictable and (max_turns is not None and len(fit.turns) >= max_turns):
+            return fit
         costs = dict(fit.costs)
         for turn_id, tokens in await self._store.turn_costs(
             conversation_key=conversation_key, turn_ids=candidates, through_id=through_id
         ):
             if turn_id not in fit.turns:
                 costs[turn_id] = costs.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
-        newest_first = sorted(fit.turns, reverse=True)
-        protected = set(newest_first[: self._memory.keep_recent_turns])
-        if current_id is not None:
-            protected.add(current_id)
-        keep = protected | set(important_kept)
-        evictable = [t for t in reversed(newest_first) if t not in keep]
-        max_turns = self._max_turns()
         kept, remaining = set(fit.turns), available - fit.tokens
         promoted: set[int] = set()
         evicted: list[int] = []

@@ -97,16 +97,10 @@ class Store(Protocol):
         ...
 
     async def important_turns(
-        self,
-        *,
-        conversation_key: str,
-        through_id: int,
-        after_turn: int,
-        before_turn: int,
-        limit: int,
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
     ) -> Sequence[int]:
-        """Turns (ids) after ``after_turn`` and before ``before_turn`` holding an important
-        message with id ``<= through_id``, newest first."""
+        """The turns (after ``after_turn``) of the newest ``limit`` important messages with
+        id ``<= through_id``, newest first."""
         ...
 
     async def turn_costs(

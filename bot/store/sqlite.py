@@ -119,9 +119,10 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE messages ADD COLUMN importance INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE messages ADD COLUMN marks INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX messages_important ON messages (conversation, id)
+    CREATE INDEX messages_important ON messages (conversation, id, reply_to, importance, marks)
         WHERE importance > 0 OR marks > 0;
-    CREATE INDEX messages_by_turn ON messages (conversation, COALESCE(reply_to, id), tokens);
+    CREATE INDEX messages_by_turn
+        ON messages (conversation, COALESCE(reply_to, id), reply_to, tokens);
     """,
 )
 
@@ -331,23 +332,17 @@ class SqliteStore:
         return changed > 0
 
     async def important_turns(
-        self,
-        *,
-        conversation_key: str,
-        through_id: int,
-        after_turn: int,
-        before_turn: int,
-        limit: int,
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
     ) -> Sequence[int]:
-        # The partial index holds only important rows: this reads no small talk.
+        # Through the partial index, which holds only important rows: no small talk is read.
         rows = await self._db.execute_fetchall(
-            "SELECT DISTINCT COALESCE(reply_to, id) AS turn FROM messages"
+            "SELECT id, reply_to FROM messages INDEXED BY messages_important"
             " WHERE conversation = ? AND id > ? AND id <= ? AND (importance > 0 OR marks > 0)"
-            " AND COALESCE(reply_to, id) > ? AND COALESCE(reply_to, id) < ?"
-            " ORDER BY turn DESC LIMIT ?",
-            (conversation_key, after_turn, through_id, after_turn, before_turn, limit),
+            " ORDER BY id DESC LIMIT ?",
+            (conversation_key, after_turn, through_id, limit),
         )
-        return [int(row[0]) for row in rows]
+        turns = {int(row[1] if row[1] is not None else row[0]) for row in rows}
+        return sorted((turn for turn in turns if turn > after_turn), reverse=True)
 
     async def turn_costs(
         self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
@@ -355,12 +350,18 @@ class SqliteStore:
         if not turn_ids:
             return []
         marks = ", ".join("?" for _ in turn_ids)
+        # By the turn index: only these turns' rows are read.
         rows = await self._db.execute_fetchall(
-            "SELECT COALESCE(reply_to, id), tokens FROM messages"  # noqa: S608 (placeholders)
-            f" WHERE conversation = ? AND COALESCE(reply_to, id) IN ({marks}) AND id <= ?",
-            (conversation_key, *turn_ids, through_id),
+            "SELECT id, reply_to, tokens FROM messages"  # noqa: S608 (placeholders)
+            f" INDEXED BY messages_by_turn WHERE conversation = ?"
+            f" AND COALESCE(reply_to, id) IN ({marks})",
+            (conversation_key, *turn_ids),
         )
-        return [(int(row[0]), int(row[1])) for row in rows]
+        return [
+            (int(row[1] if row[1] is not None else row[0]), int(row[2]))
+            for row in rows
+            if row[0] <= through_id
+        ]
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
@@ -429,11 +430,11 @@ class SqliteStore:
         marks = ", ".join("?" for _ in turn_ids)
         rows = await self._db.execute_fetchall(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
-            f" WHERE conversation = ? AND COALESCE(reply_to, id) IN ({marks}) AND id <= ?"
-            " ORDER BY id",
-            (conversation_key, *turn_ids, through_id),
+            " INDEXED BY messages_by_turn"
+            f" WHERE conversation = ? AND COALESCE(reply_to, id) IN ({marks})",
+            (conversation_key, *turn_ids),
         )
-        return [_message(row) for row in rows]
+        return sorted((_message(r) for r in rows if r[0] <= through_id), key=lambda m: m.id)
 
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
