@@ -119,6 +119,9 @@ async def remember(engine: Engine, call: CommandCall) -> Reply:
         return _error("Profiles are turned off here (memory.profile_tokens is 0).")
     person = _person(call)
     facts = list(await engine.store.profile_facts(person=person))
+    same = next((f for f in facts if f.text.casefold() == text.casefold()), None)
+    if same is not None:
+        return _info(f"Already remembered as #{same.id}: {same.text}", ephemeral=True)
     own = [f for f in facts if f.source is FactSource.USER]
     candidate = ProfileFact(0, person, text, 0, FactSource.USER, 0.0)
     needed = engine.tokenizer.count(render_profile(_name(call), [*own, candidate]))

@@ -135,6 +135,8 @@ async def test_bad_remember_input_gets_a_clear_answer_and_loses_nothing(
         usage = await run_command(app.engine, command("remember", "   "))
         assert usage.kind is ReplyKind.ERROR and "Usage: /remember TEXT" in usage.text
         await run_command(app.engine, command("remember", "likes tea"))
+        again = await run_command(app.engine, command("remember", "Likes tea"))
+        assert again.text == "Already remembered as #1: likes tea"
         too_long = await run_command(app.engine, command("remember", "word " * 60))
         assert too_long.kind is ReplyKind.ERROR and too_long.text.startswith("Not remembered")
         facts = await app.store.profile_facts(person=Person("console", "local", "ana"))
