@@ -6,10 +6,19 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.context import PromptTooLarge, render_pins
+from bot.context import PromptTooLarge, Speaker, render_pins, render_profile
 from bot.engine import Engine, clean_text
 from bot.llm import LLMError
-from bot.models import CommandCall, Conversation, Pin, Reply, ReplyKind
+from bot.models import (
+    CommandCall,
+    Conversation,
+    FactSource,
+    Person,
+    Pin,
+    ProfileFact,
+    Reply,
+    ReplyKind,
+)
 from bot.store.base import UsageTotals
 
 Handler = Callable[[Engine, CommandCall], Awaitable[Reply]]
@@ -107,6 +116,86 @@ async def pins(engine: Engine, call: CommandCall) -> Reply:
     return _info("\n".join(lines))
 
 
+def _person(call: CommandCall) -> Person:
+    return Person.of(call.conversation, call.user_id)
+
+
+def _name(call: CommandCall) -> str:
+    """The caller as messages name them (their id when the platform gave no name)."""
+    return clean_text(call.user_name) or call.user_id
+
+
+async def remember(engine: Engine, call: CommandCall) -> Reply:
+    text = clean_text(call.argument).strip()
+    if not text:
+        return _error(
+            "Usage: /remember TEXT — a fact about you (name, role, time zone, preferences) "
+            "shown to the model whenever you talk to it in this workspace."
+        )
+    cap = engine.assembler.profile_cap(engine.budget())
+    if cap == 0:
+        return _error("Profiles are turned off here (memory.profile_tokens is 0).")
+    person = _person(call)
+    facts = list(await engine.store.profile_facts(person=person))
+    same = next((f for f in facts if f.text.casefold() == text.casefold()), None)
+    if same is not None:
+        return _info(f"Already remembered as #{same.id}: {same.text}", ephemeral=True)
+    own = [f for f in facts if f.source is FactSource.USER]
+    candidate = ProfileFact(0, person, text, 0, FactSource.USER, 0.0)
+    needed = engine.tokenizer.count(render_profile(_name(call), [*own, candidate]))
+    if needed > cap:
+        return _error(
+            f"Not remembered: your facts would take {needed:,} tokens, more than the "
+            f"{cap:,} a profile may take in a prompt. Shorten it, or /forget ID something "
+            "first (/profile lists them)."
+        )
+    added = await engine.store.add_profile_fact(
+        person=person, text=text, tokens=engine.tokenizer.count(text), source=FactSource.USER
+    )
+    return _info(
+        f"Remembered #{added.id}: {text}\nThe model sees it whenever you talk to it in this "
+        "workspace. /profile lists what is kept about you; /forget ID removes it.",
+        ephemeral=True,
+    )
+
+
+async def profile(engine: Engine, call: CommandCall) -> Reply:
+    person = _person(call)
+    facts = await engine.store.profile_facts(person=person)
+    if not facts:
+        return _info(
+            "Nothing is kept about you in this workspace. /remember TEXT adds a fact.",
+            ephemeral=True,
+        )
+    _, shown = engine.assembler.fit_profile(_name(call), facts, engine.budget())
+    shown_ids = {f.id for f in shown}
+    lines = [f"{len(facts)} fact(s) kept about you in this workspace:"]
+    for fact in facts:
+        origin = "you set it" if fact.source is FactSource.USER else "inferred from conversation"
+        left_out = "" if fact.id in shown_ids else "; not in prompts: the profile is full"
+        lines.append(f"#{fact.id} ({origin}{left_out}): {fact.text}")
+    lines.append("/forget ID removes one; /forget all removes everything.")
+    return _info("\n".join(lines), ephemeral=True)
+
+
+async def forget(engine: Engine, call: CommandCall) -> Reply:
+    argument = call.argument.strip().lower()
+    person = _person(call)
+    if argument == "all":
+        removed = await engine.store.remove_profile_facts(person=person, fact_id=None)
+        return _info(
+            f"Forgot all {removed} fact(s) kept about you in this workspace, inferred ones too.",
+            ephemeral=True,
+        )
+    match = _PIN_ID.match(argument)
+    if match is None:
+        return _error("Usage: /forget ID (the number /profile shows), or /forget all.")
+    fact_id = int(match.group(1))
+    if not await engine.store.remove_profile_facts(person=person, fact_id=fact_id):
+        return _error(f"There is no fact #{fact_id} in your profile (/profile lists them).")
+    return _info(f"Forgot #{fact_id}.", ephemeral=True)
+
+
 async def summarize(engine: Engine, call: CommandCall) -> Reply:
     if not engine.assembler.uses_summary:
         return _error(
@@ -147,13 +236,17 @@ def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
 
 
 async def stats(engine: Engine, call: CommandCall) -> Reply:
-    return _info(await format_stats(engine, call.conversation), ephemeral=True)
+    speaker = Speaker(_person(call), _name(call))
+    return _info(await format_stats(engine, call.conversation, speaker=speaker), ephemeral=True)
 
 
-async def format_stats(engine: Engine, conversation: Conversation) -> str:
+async def format_stats(
+    engine: Engine, conversation: Conversation, *, speaker: Speaker | None = None
+) -> str:
+    """The /stats text; ``speaker``'s profile is counted as if they wrote the next message."""
     memory = engine.config.memory
     try:
-        preview = await engine.preview(conversation)
+        preview = await engine.preview(conversation, speaker=speaker)
     except PromptTooLarge as exc:
         return f"Context for {conversation.key}: {exc}"
     prompt = preview.prompt
@@ -161,6 +254,7 @@ async def format_stats(engine: Engine, conversation: Conversation) -> str:
     summarized = prompt.summary.message_count if prompt.summary else 0
     notes = {
         "pins": f"{len(prompt.pins)} pins",
+        "profile": f"{len(prompt.profile)} facts about who speaks",
         "summary": f"covers {summarized:,} messages",
         "recall": (
             f"{len(prompt.recalled)} earlier messages found by search"
@@ -226,6 +320,21 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("pin", "/pin TEXT", "keep a fact in every prompt of this channel", pin),
     CommandSpec("unpin", "/unpin ID", "remove a pinned fact", unpin),
     CommandSpec("pins", "/pins", "list the pinned facts", pins),
+    CommandSpec(
+        "remember",
+        "/remember TEXT",
+        "keep a fact about you, shown to the model when you speak",
+        remember,
+        ephemeral=True,
+    ),
+    CommandSpec("profile", "/profile", "list what is kept about you", profile, ephemeral=True),
+    CommandSpec(
+        "forget",
+        "/forget ID",
+        "remove a fact about you (/forget all: every one)",
+        forget,
+        ephemeral=True,
+    ),
     CommandSpec("summarize", "/summarize", "fold older messages into the summary now", summarize),
     CommandSpec(
         "stats", "/stats", "tokens in the prompt against the budget", stats, ephemeral=True

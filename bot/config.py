@@ -88,6 +88,10 @@ class MemoryConfig(_Section):
                 return {**data, "recall_tokens": min(1000, max(budget, 0) // 8)}
         return data
 
+    profile_tokens: int = Field(default=300, ge=0)
+    """The most a speaker's profile may take in a prompt (and at most a tenth of the budget);
+    0 leaves profiles out of prompts."""
+
     @model_validator(mode="after")
     def _target_below_threshold(self) -> MemoryConfig:
         if self.summary_target >= self.summary_threshold:

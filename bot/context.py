@@ -1,10 +1,13 @@
 """Building each prompt under the token budget.
 
-Layout, in this order: one system message holding the system prompt, the pinned facts and
-the rolling summary (durable facts first, against "lost in the middle"); then, when recall is
-on and finds something, a second system message with earlier messages that may be relevant
-(:mod:`bot.recall`); then as many recent turns as fit, oldest first; the current message last.
-Whole turns are kept or evicted, never half of one. Stored messages are never deleted here:
+Layout, in this order: one system message holding the system prompt, the pinned facts, the
+profile of the person speaking and the rolling summary (durable facts first, against "lost in
+the middle"); then, when recall is on and finds something, a second system message with
+earlier messages that may be relevant (:mod:`bot.recall`); then as many recent turns as fit,
+oldest first; the current message last. Whole turns are kept or evicted, never half of one.
+When turns must be left out, important ones (:mod:`bot.importance`, or marked with 📌) are
+kept longer than small talk: older important turns take the place of the oldest unimportant
+ones, outside the newest ``memory.keep_recent_turns``. Stored messages are never deleted here:
 the prompt is a view.
 
 Recall searches first, with the message being answered as the query, and holds back what its
@@ -12,6 +15,8 @@ best matches would take (at most ``memory.recall_tokens``) while the recent turn
 then it shows the matches older than the turns that fitted, so nothing appears twice. When
 matches fell inside the window and what recall held back would now fit the turn it kept out,
 the turns are fitted again with only what recall used (stopping before a recalled turn).
+Important turns are given their place last, in the room recall left, and only those newer
+than every recalled message: what recall shows stays older than the whole window.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.config import MemoryConfig, Strategy
-from bot.models import Pin, Role, StoredMessage, Summary
+from bot.models import FactSource, Person, Pin, ProfileFact, Role, StoredMessage, Summary
 from bot.recall import NOTHING, Recaller
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
@@ -30,10 +35,22 @@ SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 _FIRST_BATCH, _MAX_BATCH = 64, 1024
 _QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
 _WINDOW_STARTS = 10_000  # conversations whose last window start is remembered
+PROFILE_SHARE = 0.1
+"""A speaker's profile may take at most this share of the budget (and memory.profile_tokens)."""
+IMPORTANT_LOOKBACK = 32
+"""How many important turns older than the window are considered for a place in it."""
 
 
 class PromptTooLarge(Exception):
     """What must be in the prompt does not fit the budget; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """Who wrote the message being answered: whose profile the prompt shows."""
+
+    person: Person
+    name: str
 
 
 LAYERS: tuple[str, ...] = ("system", "pins", "profile", "summary", "recall", "recent")
@@ -69,6 +86,8 @@ class Prompt:
     """Unsummarized turns were left out for lack of room."""
     recalled: Sequence[StoredMessage] = field(default=())
     """Earlier messages found by search, as shown (oldest first)."""
+    profile: Sequence[ProfileFact] = ()
+    """The speaker's facts shown in the prompt."""
 
     @property
     def fill(self) -> float:
@@ -86,6 +105,15 @@ class _Fit:
     """The turns kept in the prompt."""
     tokens: int
     left_out: bool
+    costs: dict[int, int] = field(default_factory=dict)
+    """The cost of each kept turn."""
+    boundary: int | None = None
+    """The newest turn left out for lack of room (or past the window, or recalled): it and
+    older turns were not read."""
+    promoted: frozenset[int] = frozenset()
+    """Important turns from before ``boundary`` given a place."""
+    read: int = 0
+    """Message rows read to choose the turns."""
     next_cost: int | None = None
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
 
@@ -93,6 +121,19 @@ class _Fit:
 def render_pins(pins: Sequence[Pin]) -> str:
     lines = [PINS_HEADING]
     lines.extend(f"#{pin.id} ({pin.author_name}): {pin.text}" for pin in pins)
+    return "\n".join(lines)
+
+
+def render_profile(name: str, facts: Sequence[ProfileFact]) -> str:
+    lines = []
+    own = [fact for fact in facts if fact.source is FactSource.USER]
+    inferred = [fact for fact in facts if fact.source is FactSource.SUMMARY]
+    if own:
+        lines.append(f"What {name} (who is speaking now) asked you to remember about them:")
+        lines.extend(f"- {fact.text}" for fact in own)
+    if inferred:
+        lines.append(f"Noted about {name} from earlier conversations (may be out of date):")
+        lines.extend(f"- {fact.text}" for fact in inferred)
     return "\n".join(lines)
 
 
@@ -142,16 +183,45 @@ class Assembler:
     def uses_summary(self) -> bool:
         return self._memory.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
 
-    def head_text(self, pins: Sequence[Pin], summary: Summary | None) -> str:
+    def head_text(
+        self, pins: Sequence[Pin], summary: Summary | None, profile: str | None = None
+    ) -> str:
         parts = [self._system_prompt]
         if pins:
             parts.append(render_pins(pins))
+        if profile:
+            parts.append(profile)
         if summary is not None:
             parts.append(render_summary(summary))
         return "\n\n".join(parts)
 
-    def head_tokens(self, pins: Sequence[Pin], summary: Summary | None) -> int:
-        return self._count(self.head_text(pins, summary)) + MESSAGE_OVERHEAD
+    def head_tokens(
+        self, pins: Sequence[Pin], summary: Summary | None, profile: str | None = None
+    ) -> int:
+        return self._count(self.head_text(pins, summary, profile)) + MESSAGE_OVERHEAD
+
+    def profile_cap(self, budget: int) -> int:
+        return min(self._memory.profile_tokens, int(budget * PROFILE_SHARE))
+
+    def fit_profile(
+        self, name: str, facts: Sequence[ProfileFact], budget: int
+    ) -> tuple[str, list[ProfileFact]]:
+        """The speaker's profile block within its cap: their own facts in the order they set
+        them, then inferred ones newest first, as many as fit."""
+        cap = self.profile_cap(budget)
+        ordered = [f for f in facts if f.source is FactSource.USER]
+        ordered += sorted(
+            (f for f in facts if f.source is FactSource.SUMMARY), key=lambda f: f.id, reverse=True
+        )
+        shown: list[ProfileFact] = []
+        text = ""
+        for fact in ordered:
+            candidate = sorted([*shown, fact], key=lambda f: f.id)
+            rendered = render_profile(name, candidate)
+            if self._count(rendered) > cap:
+                break
+            shown, text = candidate, rendered
+        return text, shown
 
     def pins_tokens(self, pins: Sequence[Pin]) -> int:
         return self._count(render_pins(pins)) if pins else 0
@@ -165,13 +235,14 @@ class Assembler:
         current_id: int | None,
         budget: int,
         query: StoredMessage | None = None,
+        speaker: Speaker | None = None,
     ) -> Prompt:
         """Fit a prompt for the conversation up to message ``through_id`` into ``budget``.
 
         ``current_id`` names the message being answered: it must be in the prompt, last;
-        ``query``, that message when the caller has it at hand (recall searches with it).
-        Raises :class:`PromptTooLarge` when the system prompt, pins and that message alone
-        exceed the budget.
+        ``query``, that message when the caller has it at hand (recall searches with it);
+        ``speaker``, whose profile is shown. Raises :class:`PromptTooLarge` when the system
+        prompt, pins, profile and that message alone exceed the budget.
         """
         pins = await self._store.pins(channel_key=channel_key)
         summary = (
@@ -179,7 +250,11 @@ class Assembler:
             if self.uses_summary
             else None
         )
-        head = self.head_tokens(pins, summary)
+        profile_text, profile = "", list[ProfileFact]()
+        if speaker is not None and self._memory.profile_tokens:
+            facts = await self._store.profile_facts(person=speaker.person)
+            profile_text, profile = self.fit_profile(speaker.name, facts, budget)
+        head = self.head_tokens(pins, summary, profile_text)
         fixed = head + REPLY_PRIMING
         if fixed > budget:
             pins_part = self.pins_tokens(pins)
@@ -212,8 +287,9 @@ class Assembler:
                 current_id=current_id,
                 hold=hold,
             )
-            rows = await self._rows(conversation_key, fit, through_id)
+            read_fit: _Fit | None = None
             if found and self._recaller is not None:
+                rows, read_fit = await self._rows(conversation_key, fit, through_id), fit
                 start = rows[0].id if rows else through_id + 1
                 self._remember_start(conversation_key, start)
                 left = budget - fixed - fit.tokens
@@ -233,13 +309,25 @@ class Assembler:
                         hold=recalled.tokens,
                         stop_turns=frozenset(m.turn_id for m in recalled.messages),
                     )
-                    rows = await self._rows(conversation_key, fit, through_id)
+            if fit.left_out and fit.boundary is not None:
+                fit = await self._promote_important(
+                    conversation_key=conversation_key,
+                    through_id=through_id,
+                    after_turn=after_turn,
+                    available=budget - fixed - recalled.tokens,
+                    current_id=current_id,
+                    fit=fit,
+                    after=max((m.turn_id for m in recalled.messages), default=0),
+                )
+            if fit is not read_fit:
+                rows = await self._rows(conversation_key, fit, through_id)
             recent, left_out = fit.tokens, fit.left_out
-        messages = [{"role": "system", "content": self.head_text(pins, summary)}]
+        messages = [{"role": "system", "content": self.head_text(pins, summary, profile_text)}]
         if recalled.messages:
             messages.append(recalled.prompt_message())
         messages.extend(row.prompt_message() for row in rows)
         pins_part = self.pins_tokens(pins)
+        profile_part = self._count(profile_text) if profile_text else 0
         summary_part = self._count(render_summary(summary)) if summary else 0
         return Prompt(
             messages=messages,
@@ -247,8 +335,9 @@ class Assembler:
             budget=budget,
             breakdown=Breakdown(
                 {
-                    "system": head - pins_part - summary_part,
+                    "system": head - pins_part - profile_part - summary_part,
                     "pins": pins_part,
+                    "profile": profile_part,
                     "summary": summary_part,
                     "recall": recalled.tokens,
                     "recent": recent,
@@ -259,22 +348,34 @@ class Assembler:
             pins=pins,
             turns_left_out=left_out,
             recalled=recalled.messages,
+            profile=profile,
         )
 
     async def _rows(
         self, conversation_key: str, fit: _Fit, through_id: int
     ) -> Sequence[StoredMessage]:
-        if not fit.turns:
-            return []
-        return [
-            row
-            for row in await self._store.messages_between(
+        """The kept turns' messages in order: the recent run in one range read, and important
+        older turns by their turn ids (never the small talk in between)."""
+        recent = fit.turns - fit.promoted
+        rows: list[StoredMessage] = []
+        if recent:
+            rows = [
+                row
+                for row in await self._store.messages_between(
+                    conversation_key=conversation_key,
+                    first_id=min(recent),
+                    through_id=through_id,
+                )
+                if row.turn_id in recent
+            ]
+        if fit.promoted:
+            older = await self._store.messages_of_turns(
                 conversation_key=conversation_key,
-                first_id=min(fit.turns),
+                turn_ids=sorted(fit.promoted),
                 through_id=through_id,
             )
-            if row.turn_id in fit.turns
-        ]
+            rows = sorted([*older, *rows], key=lambda row: row.id)
+        return rows
 
     def _remember_start(self, conversation_key: str, start: int) -> None:
         if (
@@ -329,8 +430,10 @@ class Assembler:
 
         Turns other than the current one leave ``hold`` tokens free (for recall); the fit
         stops before a turn in ``stop_turns``."""
-        max_turns = self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
+        max_turns = self._max_turns()
         kept: set[int] = set()
+        costs_of: dict[int, int] = {}
+        read = 0
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
         remaining = available
         upper = through_id
@@ -343,6 +446,7 @@ class Assembler:
                 after_turn=after_turn,
                 limit=batch,
             )
+            read += len(costs)
             for _, turn_id, tokens in costs:
                 pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
             exhausted = len(costs) < batch
@@ -362,15 +466,110 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return _Fit(kept, available - remaining, True)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id, read=read)
                 elif cost > remaining - hold:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return _Fit(kept, available - remaining, True, next_cost=cost)
+                    return _Fit(
+                        kept,
+                        available - remaining,
+                        True,
+                        costs_of,
+                        turn_id,
+                        read=read,
+                        next_cost=cost,
+                    )
                 elif turn_id in stop_turns:
-                    return _Fit(kept, available - remaining, True)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id, read=read)
                 kept.add(turn_id)
+                costs_of[turn_id] = cost
                 remaining -= cost
             if exhausted:
-                return _Fit(kept, available - remaining, skipped)
+                return _Fit(kept, available - remaining, skipped, costs_of)
+
+    def _max_turns(self) -> int | None:
+        return self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
+
+    async def _promote_important(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        available: int,
+        current_id: int | None,
+        fit: _Fit,
+        after: int = 0,
+    ) -> _Fit:
+        """Give important turns left out (newer than turn ``after``) a place, in exchange for
+        the oldest unimportant kept turns outside the newest ``keep_recent_turns`` (and the
+        current one); then put back what still fits of what was exchanged."""
+        assert fit.boundary is not None
+        # The rows read so far hold every important message of the kept turns: the newest
+        # important rows past those are the candidates.
+        important = await self._store.important_turns(
+            conversation_key=conversation_key,
+            through_id=through_id,
+            after_turn=after_turn,
+            limit=fit.read + 2 * IMPORTANT_LOOKBACK,
+        )
+        candidates = [t for t in important if t <= fit.boundary][:IMPORTANT_LOOKBACK]
+        candidates = [t for t in candidates if t > after]
+        if not candidates:
+            return fit
+        newest_first = sorted(fit.turns, reverse=True)
+        protected = set(newest_first[: self._memory.keep_recent_turns])
+        if current_id is not None:
+            protected.add(current_id)
+        keep = protected | set(important)
+        evictable = [t for t in reversed(newest_first) if t not in keep]
+        max_turns = self._max_turns()
+        if not evictable and (max_turns is not None and len(fit.turns) >= max_turns):
+            return fit
+        costs = dict(fit.costs)
+        for turn_id, tokens in await self._store.turn_costs(
+            conversation_key=conversation_key, turn_ids=candidates, through_id=through_id
+        ):
+            if turn_id not in fit.turns:
+                costs[turn_id] = costs.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
+        kept, remaining = set(fit.turns), available - fit.tokens
+        promoted: set[int] = set()
+        evicted: list[int] = []
+        for candidate in candidates:
+            cost = costs.get(candidate, available + 1)
+            if cost > available:
+                continue
+            taken, freed = 0, 0
+            while (
+                freed + remaining < cost
+                or (max_turns is not None and len(kept) - taken >= max_turns)
+            ) and taken < len(evictable):
+                freed += costs[evictable[taken]]
+                taken += 1
+            if freed + remaining < cost or (
+                max_turns is not None and len(kept) - taken >= max_turns
+            ):
+                continue
+            for turn_id in evictable[:taken]:
+                kept.discard(turn_id)
+                evicted.append(turn_id)
+            evictable = evictable[taken:]
+            kept.add(candidate)
+            promoted.add(candidate)
+            remaining += freed - cost
+        for turn_id in sorted(evicted, reverse=True):  # newest first, while they fit
+            if costs[turn_id] > remaining or (max_turns is not None and len(kept) >= max_turns):
+                break
+            kept.add(turn_id)
+            remaining -= costs[turn_id]
+        if not promoted:
+            return fit
+        return _Fit(
+            kept,
+            available - remaining,
+            True,
+            {t: costs[t] for t in kept},
+            fit.boundary,
+            frozenset(promoted),
+        )

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 
 from bot.calibration import Calibrator
 from bot.config import Config
-from bot.context import Assembler, Prompt, PromptTooLarge
+from bot.context import Assembler, Prompt, PromptTooLarge, Speaker
+from bot.importance import score
 from bot.llm import ChatModel, Completion, Embedder, Failure, LLMError
 from bot.models import (
     Conversation,
     IncomingMessage,
+    Person,
     Reply,
     ReplyKind,
     Role,
@@ -151,6 +153,7 @@ class Engine:
                 tokens=await self.count(render_content(Role.USER, name, text)),
                 message_id=message.message_id,
                 created_at=message.sent_at.timestamp(),
+                importance=score(text),
             )
         self.observer.message_in(platform=message.conversation.platform)
         if embed:
@@ -291,6 +294,7 @@ class Engine:
                 current_id=stored.id,
                 budget=budget,
                 query=stored,
+                speaker=Speaker(Person.of(conversation, stored.author_id), stored.author_name),
             )
             try:
                 completion = await self.chat.complete(
@@ -318,10 +322,18 @@ class Engine:
             message_id=message_id,
             content=text,
             tokens=await self.count(render_content(found.role, found.author_name, text)),
+            importance=score(text) if found.role is Role.USER else None,
         )
         if edited:  # the index followed in the same statement; the vector is made anew
             self._embed(found._replace(content=text))
         return edited
+
+    async def mark_important(self, conversation: Conversation, message_id: str, on: bool) -> bool:
+        """A 📌 reaction added (``on``) or removed on a platform message in the conversation's
+        channel or one of its threads; False when memory does not have that message."""
+        return await self.store.mark_message(
+            channel_key=conversation.channel_key, message_id=message_id, delta=1 if on else -1
+        )
 
     async def attach_message_id(
         self, conversation: Conversation, stored_id: int, message_id: str
@@ -352,6 +364,7 @@ class Engine:
             tokens=found.tokens,
             message_id=found.message_id,
             created_at=found.created_at,
+            importance=score(found.content) if found.role is Role.USER else 0,
         )
         self._embed(copied)
         return True
@@ -442,7 +455,10 @@ class Engine:
 
     # -- views ----------------------------------------------------------------------------
 
-    async def preview(self, conversation: Conversation) -> Preview:
+    async def preview(
+        self, conversation: Conversation, *, speaker: Speaker | None = None
+    ) -> Preview:
+        """The next prompt, as it would be if ``speaker`` wrote the next message."""
         through = await self.store.last_message_id(conversation_key=conversation.key)
         prompt = await self.assembler.build(
             conversation_key=conversation.key,
@@ -450,11 +466,14 @@ class Engine:
             through_id=through,
             current_id=None,
             budget=self.budget(),
+            speaker=speaker,
         )
         stored = await self.store.count_messages(conversation_key=conversation.key)
         return Preview(prompt=prompt, stored_messages=stored)
 
     async def reset(self, conversation: Conversation, *, include_pins: bool) -> int:
+        """Forget the conversation (and its channel's pins). Profiles are left alone: they
+        belong to the people, who delete them with ``/forget``."""
         # A summary in flight is discarded when it finds the conversation's generation moved.
         async with self._reply_locks(conversation.key):
             return await self.store.reset(conversation=conversation, include_pins=include_pins)

@@ -117,6 +117,8 @@ class StoredMessage(NamedTuple):
     """Tokens of ``rendered`` as sent to the model, counted once at insert."""
     created_at: float
     message_id: str | None = None
+    important: bool = False
+    """Scored important when stored (:mod:`bot.importance`) or marked with a 📌 reaction."""
 
     @property
     def rendered(self) -> str:
@@ -150,6 +152,38 @@ class Pin:
     created_at: float
     author_id: str = ""
     """Who pinned it: they (or an admin) may unpin it."""
+
+
+class FactSource(StrEnum):
+    USER = "user"
+    """Set by the person with ``/remember``."""
+    SUMMARY = "summary"
+    """Proposed by the summary model while compacting (inferred)."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone on a platform, in one workspace or server: whom a profile belongs to."""
+
+    platform: str
+    workspace: str
+    user_id: str
+
+    @classmethod
+    def of(cls, conversation: Conversation, user_id: str) -> Person:
+        return cls(conversation.platform, conversation.workspace, user_id)
+
+
+@dataclass(frozen=True)
+class ProfileFact:
+    """A durable fact about a person (name, role, time zone, preferences)."""
+
+    id: int
+    person: Person
+    text: str
+    tokens: int
+    source: FactSource
+    created_at: float
 
 
 @dataclass(frozen=True)

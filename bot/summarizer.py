@@ -5,18 +5,31 @@ Incremental: the previous summary plus the newly folded turns. Every
 covers, so facts don't drift away through summaries of summaries. A summary is stored only
 when the call succeeded, in one row that records which turns it covers; a failure changes
 nothing and is retried later.
+
+Important messages (:mod:`bot.importance`, 📌) are listed to the model as must-keep; when its
+summary lacks the numbers and dates of one (or most of its words, for one without), the
+message is appended verbatim under "Kept verbatim:", within the summary's size cap, and carried
+forward by later compactions the same way.
+
+The summary model may also propose durable facts about the people who spoke, as
+``PROFILE <name>: <fact>`` lines. They are taken out of the summary and stored in that person's
+profile as inferred; a line that doesn't parse or names nobody in the folded messages is
+ignored. Someone who deleted from their profile gets inferred facts again only from messages
+they write afterwards.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.config import MemoryConfig, Strategy
+from bot.importance import covered, key_terms
 from bot.llm import ChatModel, Failure, LLMError
-from bot.models import Conversation, Role, StoredMessage, Summary
+from bot.models import Conversation, FactSource, Person, Role, StoredMessage, Summary
 from bot.store.base import NewSummary, Store
 from bot.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 
@@ -35,8 +48,24 @@ names and identifiers exactly as written.
 Narrative:
 A few sentences on what was discussed, in order, attributing points to people.
 
+Messages listed under "Important messages" must be kept: copy their facts (numbers, dates, \
+names, decisions) into Facts exactly as written.
+
+Optionally, a last section:
+Profiles:
+PROFILE <name exactly as written before the colon in the messages>: one durable fact about \
+that person (role, time zone, preferences, how to address them) that they stated or that \
+was clearly stated about them. One line per fact; leave the section out when there is \
+nothing new.
+
 Write in the language the conversation mostly uses. Do not invent anything. Do not answer \
 questions from the chat; only summarize."""
+KEPT_HEADING = "Kept verbatim:"
+_PROFILE_LINE = re.compile(r"^[-*]?\s*PROFILE\s+(?P<name>[^:]+?)\s*:\s*(?P<fact>\S.*?)\s*$")
+_PROFILE_START = re.compile(r"^[-*]?\s*PROFILE\b")
+_MAX_FACT_CHARS = 300
+_MAX_FACTS_PER_PERSON = 5
+"""Inferred facts taken per person from one compaction."""
 
 _FETCH = 1000
 SUMMARY_SHARE = 0.25
@@ -49,6 +78,48 @@ _TRUNCATE_NOTE = "… [truncated for the summary]"
 class _Fold:
     rows: list[StoredMessage]
     through_turn: int
+
+
+@dataclass
+class _Written:
+    """What one summary call produced: the summary, and the profile facts it proposed
+    (author id, fact)."""
+
+    content: str
+    proposals: list[tuple[str, str]] = field(default_factory=list)
+
+
+def split_profiles(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The summary without its ``PROFILE`` lines (and their heading), and those lines as
+    ``(name, fact)``; lines that start like one but don't parse are dropped."""
+    kept: list[str] = []
+    proposals: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _PROFILE_START.match(stripped):
+            match = _PROFILE_LINE.match(stripped)
+            if match is not None:
+                proposals.append((match["name"], match["fact"][:_MAX_FACT_CHARS]))
+            continue
+        if stripped.rstrip(":").strip().casefold() == "profiles":
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip(), proposals
+
+
+def _kept_lines(summary: str) -> list[str]:
+    """The lines of a summary's "Kept verbatim:" part."""
+    _, found, tail = summary.partition(KEPT_HEADING)
+    return [line for line in tail.splitlines() if line.startswith("- ")] if found else []
+
+
+def _line(row: StoredMessage, input_limit: int) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.created_at))
+    who = row.author_name if row.role is Role.USER else "assistant (you)"
+    text = row.content
+    if row.tokens > input_limit:
+        text = text[: input_limit * 2] + _TRUNCATE_NOTE
+    return f"[{when}] {who}: {text}"
 
 
 def _group_turns(rows: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
@@ -102,11 +173,11 @@ class Summarizer:
         every = self._memory.summary_rebuild_every
         rebuild = previous is not None and every > 0 and compactions % every == 0
         if rebuild:
-            content, folded_count, first_id = await self._rebuild(
+            written, folded_count, first_id = await self._rebuild(
                 key, fold.through_turn, summary_tokens
             )
         else:
-            content = await self._summarize(
+            written = await self._summarize(
                 key, previous.content if previous else None, fold.rows, summary_tokens
             )
             folded_count = (previous.message_count if previous else 0) + len(fold.rows)
@@ -114,6 +185,7 @@ class Summarizer:
         last_id = max(row.id for row in fold.rows)
         if previous is not None:
             last_id = max(last_id, previous.last_message_id)
+        content = written.content
         saved = await self._store.save_summary(
             NewSummary(
                 conversation_key=key,
@@ -132,7 +204,37 @@ class Summarizer:
         )
         if saved is None:
             log.info("summary for %s discarded: the conversation changed meanwhile", key)
+        elif written.proposals:
+            await self._store_proposals(conversation, written.proposals, fold.rows)
         return saved
+
+    async def _store_proposals(
+        self,
+        conversation: Conversation,
+        proposals: Sequence[tuple[str, str]],
+        rows: Sequence[StoredMessage],
+    ) -> None:
+        """Inferred facts into the profiles of the people they name, without repeats."""
+        taken: dict[str, int] = {}
+        for author_id, fact in proposals:
+            if taken.get(author_id, 0) >= _MAX_FACTS_PER_PERSON:
+                continue
+            person = Person.of(conversation, author_id)
+            forgot_at = await self._store.profile_forgot_at(person=person)
+            if forgot_at is not None and not any(
+                row.author_id == author_id and row.created_at > forgot_at for row in rows
+            ):
+                continue  # they deleted from their profile since these messages were written
+            known = {f.text.casefold() for f in await self._store.profile_facts(person=person)}
+            if fact.casefold() in known:
+                continue
+            await self._store.add_profile_fact(
+                person=person,
+                text=fact,
+                tokens=self._tokenizer.count(fact),
+                source=FactSource.SUMMARY,
+            )
+            taken[author_id] = taken.get(author_id, 0) + 1
 
     async def _select(
         self, key: str, previous: Summary | None, budget: int, before_turn: int | None
@@ -175,9 +277,10 @@ class Summarizer:
 
     async def _rebuild(
         self, key: str, through_turn: int, summary_tokens: int
-    ) -> tuple[str, int, int]:
+    ) -> tuple[_Written, int, int]:
         """Summarize every message the summary covers from scratch, chunk by chunk."""
         content: str | None = None
+        proposals: list[tuple[str, str]] = []
         count = 0
         first_id = 0
         after_id = 0
@@ -192,7 +295,9 @@ class Summarizer:
                 first_id = first_id or row.id
                 cost = min(row.tokens + MESSAGE_OVERHEAD, input_limit)
                 if chunk and used + cost > input_limit:
-                    content = await self._summarize(key, content, chunk, summary_tokens)
+                    written = await self._summarize(key, content, chunk, summary_tokens)
+                    content = written.content
+                    proposals.extend(written.proposals)
                     chunk, used = [], 0
                 chunk.append(row)
                 used += cost
@@ -201,8 +306,10 @@ class Summarizer:
                 break
             after_id = rows[-1].id
         if chunk or content is None:
-            content = await self._summarize(key, content, chunk, summary_tokens)
-        return content, count, first_id
+            written = await self._summarize(key, content, chunk, summary_tokens)
+            content = written.content
+            proposals.extend(written.proposals)
+        return _Written(content, proposals), count, first_id
 
     async def _summarize(
         self,
@@ -210,19 +317,16 @@ class Summarizer:
         previous: str | None,
         rows: Sequence[StoredMessage],
         summary_tokens: int,
-    ) -> str:
+    ) -> _Written:
         """One call to the summary model; its answer may take at most ``summary_tokens``."""
         input_limit = self._memory.summary_max_input_tokens
-        lines = []
-        for row in rows:
-            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.created_at))
-            who = row.author_name if row.role is Role.USER else "assistant (you)"
-            text = row.content
-            if row.tokens > input_limit:
-                text = text[: input_limit * 2] + _TRUNCATE_NOTE
-            lines.append(f"[{when}] {who}: {text}")
+        lines = [_line(row, input_limit) for row in rows]
+        important = [row for row in rows if row.important]
         parts = [f"Previous summary:\n{previous}" if previous else "Previous summary: (none)"]
         parts.append("New messages:\n" + "\n".join(lines))
+        if important:
+            listed = "\n".join(_line(row, input_limit) for row in important)
+            parts.append(f"Important messages (keep their facts exactly):\n{listed}")
         messages = [
             {"role": "system", "content": SUMMARY_INSTRUCTIONS},
             {"role": "user", "content": "\n\n".join(parts)},
@@ -235,10 +339,67 @@ class Summarizer:
             prompt_tokens=completion.prompt_tokens or 0,
             completion_tokens=completion.completion_tokens or 0,
         )
-        tokens = self._tokenizer.count(completion.text)
+        text, named = split_profiles(completion.text)
+        tokens = self._tokenizer.count(text)
         if tokens > summary_tokens * _OVERSHOOT:
             # Storing it would crowd the conversation out of every prompt; keep the old one.
             raise LLMError(
                 Failure.BAD_RESPONSE, f"summary of {tokens} tokens exceeds its {summary_tokens}"
             )
-        return completion.text
+        text = self._keep_verbatim(text, previous, important, summary_tokens)
+        return _Written(text, _authors(named, rows))
+
+    def _keep_verbatim(
+        self,
+        text: str,
+        previous: str | None,
+        important: Sequence[StoredMessage],
+        summary_tokens: int,
+    ) -> str:
+        """Append what the summary lost of the important messages (and of what earlier
+        summaries kept verbatim), as long as the summary stays within its cap."""
+        limit = int(summary_tokens * _OVERSHOOT)
+        missing = [line for line in _kept_lines(previous or "") if not covered(_said(line), text)]
+        for row in important:
+            if not covered(row.content, text):
+                missing.append("- " + _line(row, self._memory.summary_max_input_tokens))
+        for line in dict.fromkeys(missing):
+            if line in text:
+                continue
+            head = "" if KEPT_HEADING in text else f"\n\n{KEPT_HEADING}"
+            for candidate in (line, _condensed(line)):
+                grown = f"{text}{head}\n{candidate}"
+                if self._tokenizer.count(grown) <= limit:
+                    text = grown
+                    break
+            else:
+                log.warning("an important message did not fit in the summary's cap")
+        return text
+
+
+def _said(line: str) -> str:
+    """What was said, from a kept line ``- [when] who: text``."""
+    return line.partition("] ")[2].partition(": ")[2] or line
+
+
+def _condensed(line: str) -> str:
+    """A kept line reduced to its speaker and key terms, when the whole does not fit."""
+    text = _said(line)
+    return f"{line[: len(line) - len(text)]}{'; '.join(key_terms(text))}"
+
+
+def _authors(
+    named: Sequence[tuple[str, str]], rows: Sequence[StoredMessage]
+) -> list[tuple[str, str]]:
+    """``(name, fact)`` proposals as ``(author id, fact)``, for names that belong to exactly
+    one person among the folded messages' authors."""
+    ids: dict[str, set[str]] = {}
+    for row in rows:
+        if row.role is Role.USER:
+            ids.setdefault(row.author_name.strip(), set()).add(row.author_id)
+    out = []
+    for name, fact in named:
+        owners = ids.get(name.strip(), set())
+        if len(owners) == 1:
+            out.append((next(iter(owners)), fact))
+    return out

@@ -21,6 +21,7 @@ def test_the_reference_config_is_valid_and_documents_the_defaults() -> None:
     config = load_config(ROOT / "config.yaml", env={})
     assert config.memory.strategy is Strategy.HYBRID
     assert config.memory.summary_threshold == 0.8
+    assert config.memory.profile_tokens == 300
     assert config.llm.chat_model and config.llm.summary_model
     assert config.llm.api_key is None
 

@@ -18,12 +18,17 @@ one of them), and checks every prompt the real ``openai`` SDK actually sent, plu
    channel's pins but not its channel's messages);
 7. recall (when ``memory.recall_tokens`` is on): at most one recall message, right after the
    system message, within ``recall_tokens``, holding only messages of the same conversation
-   older than the recent turns in the prompt, none of which is repeated among them.
+   older than the recent turns in the prompt, none of which is repeated among them;
+8. profiles: the prompt shows every fact the speaker keeps with ``/remember`` in that
+   workspace, and no fact of anyone else or of another workspace (``/forget`` removes them;
+   the ``/stats`` preview, which has no speaker, shows none).
 
 Also: a message the engine refuses (``ReplyKind.ERROR``) sent no request, really did not fit,
 says so clearly and is still stored; blank messages are neither sent nor stored; and with the
 full and window strategies eviction is greedy (only turns that cannot fit, or fall outside the
-window, are left out; newest first).
+window, are left out; newest first) as long as no turn is important; with important turns,
+small talk is evicted oldest first and an important turn is left out only when evicting all
+the small talk outside the newest turns would not make room for it.
 
 The fake model echoes (``"echo: " + the user message as sent``), so every answer can be paired
 with its question. Every generated text carries a marker ``⟦<tag><n>⟧`` unique to the message
@@ -51,8 +56,17 @@ from hypothesis import strategies as st
 from bot.app import App, open_app
 from bot.commands import run_command
 from bot.config import parse_config
-from bot.context import SUMMARY_HEADING
-from bot.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind, Summary
+from bot.context import IMPORTANT_LOOKBACK, SUMMARY_HEADING, Speaker
+from bot.models import (
+    CommandCall,
+    Conversation,
+    IncomingMessage,
+    Person,
+    Reply,
+    ReplyKind,
+    Role,
+    Summary,
+)
 from bot.recall import RECALL_HEADING
 from tests.conftest import BASE_CONFIG, config_dict, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM, Item, count_prompt_tokens, encoding_for
@@ -64,11 +78,15 @@ SYSTEM_PROMPT: str = BASE_CONFIG["system_prompt"]
 ALPHA = Conversation.console("alpha")
 BETA = Conversation.console("beta")
 THREAD = Conversation(platform="console", workspace="local", channel="alpha", thread="t1")
-CONVERSATIONS = (ALPHA, BETA, THREAD)
-MESSAGE_TAGS = {ALPHA.key: "A", BETA.key: "B", THREAD.key: "T"}
-PIN_TAGS = {ALPHA.channel_key: "P", BETA.channel_key: "Q"}  # a thread's pins are its channel's
-MARKER = re.compile(r"⟦([ABTPQ])(\d+)⟧")
-MESSAGE_MARKER = re.compile(r"⟦[ABT]\d+⟧")
+OTHER = Conversation(platform="console", workspace="other", channel="alpha")
+CONVERSATIONS = (ALPHA, BETA, THREAD, OTHER)
+MESSAGE_TAGS = {ALPHA.key: "A", BETA.key: "B", THREAD.key: "T", OTHER.key: "O"}
+PIN_TAGS = {ALPHA.channel_key: "P", BETA.channel_key: "Q", OTHER.channel_key: "R"}
+"""A thread's pins are its channel's."""
+PROFILE_TAGS = {"local": "F", "other": "G"}
+"""Profile facts, per workspace."""
+MARKER = re.compile(r"⟦([ABTOPQRFG])(\d+)⟧")
+MESSAGE_MARKER = re.compile(r"⟦[ABTO]\d+⟧")
 
 SPEAKERS = (  # (author_id, author_name); an empty name is shown as the id
     ("u1", "Ana"),
@@ -94,6 +112,7 @@ SPECIAL_TOKENS = (
 CHINESE = "你好世界这是中文消息包含一些字符数据库密码轮换周期天的了在我们明天开会"
 EMOJI = ("🎉", "👍🏽", "👨‍👩‍👧‍👦", "🇯🇵", "❤️", "🤖", "🧪")
 WHITESPACE = " \t\n\r\u3000\u00a0\u2028\x0b\x0c"
+IMPORTANT = (" remember ", " important ", "记住", " 2026-12-15 ", " 4200 ", "明天", " decided ")
 
 fragments = st.one_of(
     st.text(
@@ -105,6 +124,7 @@ fragments = st.one_of(
     st.text(alphabet=WHITESPACE, min_size=1, max_size=6),
     st.just("FACT"),  # lines with FACT are what the fake summary model carries forward
     st.sampled_from(("wifi password ", "数据库密码", "vault code ")),  # words recall can find
+    st.sampled_from(IMPORTANT),  # what makes a message important
 )
 short_texts = st.lists(fragments, max_size=3).map("".join)
 long_texts = st.builds(
@@ -172,11 +192,30 @@ class Summarize:
 
 
 @dataclass(frozen=True)
+class Remember:
+    """``/remember`` by someone in a conversation's workspace."""
+
+    where: int
+    who: int
+    prefix: str
+    suffix: str
+
+
+@dataclass(frozen=True)
+class Forget:
+    """``/forget all``, or ``/forget`` of the speaker's oldest fact."""
+
+    where: int
+    who: int
+    everything: bool
+
+
+@dataclass(frozen=True)
 class Drain:
     """Wait for the background summaries."""
 
 
-Action = Say | Blank | PinFact | Burst | Chatter | Summarize | Drain
+Action = Say | Blank | PinFact | Burst | Chatter | Summarize | Drain | Remember | Forget
 
 wheres = st.integers(min_value=0, max_value=len(CONVERSATIONS) - 1)
 whos = st.integers(min_value=0, max_value=len(SPEAKERS) - 1)
@@ -226,6 +265,14 @@ actions: st.SearchStrategy[Action] = st.one_of(
     ),
     st.builds(Summarize, where=wheres),
     st.just(Drain()),
+    st.builds(
+        Remember,
+        where=wheres,
+        who=whos,
+        prefix=short_texts,
+        suffix=st.one_of(short_texts, short_texts, medium_texts),
+    ),
+    st.builds(Forget, where=wheres, who=whos, everything=st.booleans()),
 )
 
 
@@ -259,6 +306,9 @@ class Turn:
     marker: str
     rendered: str
     """The user message as the prompt must show it: ``[Name] text``."""
+    author_id: str = ""
+    important: bool = False
+    """As stored (scored when the message was stored)."""
     reply: str | None = None
     """The stored answer, once the bot answered."""
 
@@ -278,6 +328,8 @@ class World:
     pin_lines: dict[str, list[str]] = field(default_factory=dict)
     """Per channel key, every accepted pin as rendered: ``#id (name): text``."""
     refused_pins: set[str] = field(default_factory=set)
+    profiles: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    """Per (workspace, user id), the facts kept with /remember: (id, marker)."""
     stored: dict[str, int] = field(default_factory=dict)
     answers: int = 0
     chat_seen: int = 0
@@ -311,8 +363,11 @@ def tokens_of(text: str) -> int:
 # -- the checks -----------------------------------------------------------------------------------
 
 
-def check_layout(world: World, conversation: Conversation, messages: list[Message]) -> list[int]:
-    """Invariants 2, 3, 4 and 6 on one prompt; returns the indices of the turns it holds."""
+def check_layout(
+    world: World, conversation: Conversation, messages: list[Message], speaker: str | None
+) -> list[int]:
+    """Invariants 2, 3, 4, 6, 7 and 8 on one prompt (``speaker``: the author id of the message
+    answered); returns the indices of the turns it holds."""
     assert messages, "an empty prompt"
     system, rest = messages[0], messages[1:]
     recalled: set[str] = set()
@@ -329,12 +384,20 @@ def check_layout(world: World, conversation: Conversation, messages: list[Messag
     positions = [system["content"].find(line) for line in world.pin_lines[channel_of(conversation)]]
     assert -1 not in positions, f"a pin is missing from the system message: {positions}"
     assert positions == sorted(positions), "pins out of order"
+    held = world.profiles.get((conversation.workspace, speaker or ""), [])
+    facts = [system["content"].find(marker) for _, marker in held]
+    assert -1 not in facts, f"a fact of the speaker's profile is missing: {facts}"
+    assert facts == sorted(facts), "profile facts out of order"
 
     own_tag, own_pin_tag = MESSAGE_TAGS[conversation.key], PIN_TAGS[channel_of(conversation)]
+    held_markers = {marker for _, marker in held}
     for message in messages:
         for tag, number in MARKER.findall(message["content"]):
             marker = f"⟦{tag}{number}⟧"
-            if tag in PIN_TAGS.values():
+            if tag in PROFILE_TAGS.values():
+                assert message is system, f"profile fact {marker} outside the system message"
+                assert marker in held_markers, f"{marker}, not the speaker's fact here, leaked"
+            elif tag in PIN_TAGS.values():
                 assert tag == own_pin_tag, f"{marker}, pinned in another channel, leaked"
                 assert marker not in world.refused_pins, f"refused pin {marker} is in the prompt"
             else:
@@ -372,8 +435,8 @@ def check_sent_prompt(
 ) -> None:
     tokens = count_prompt_tokens(MODEL, messages)
     assert tokens <= world.budget, f"prompt of {tokens} tokens over the {world.budget} budget"
-    kept = check_layout(world, conversation, messages)
     turns = world.turns[conversation.key]
+    kept = check_layout(world, conversation, messages, turns[current].author_id)
     assert messages[-1] == {"role": "user", "content": turns[current].rendered}, "not last"
     assert kept[-1] == current
     strategy = world.scenario.strategy
@@ -391,7 +454,8 @@ def check_sent_prompt(
 def check_greedy_eviction(
     world: World, turns: list[Turn], kept: list[int], messages: list[Message], tokens: int
 ) -> None:
-    """full/window: only what does not fit (or is past the window) is left out, newest first."""
+    """full/window: only what does not fit (or is past the window) is left out, newest first;
+    with important turns, small talk goes first (see the module's docstring)."""
     system = messages[0]
     base = count_prompt_tokens(MODEL, [system])
     recalled = set()
@@ -404,6 +468,12 @@ def check_greedy_eviction(
     window = world.scenario.window_turns if world.scenario.strategy == "window" else None
     if window is not None:
         assert len(kept) <= window, f"{len(kept)} turns in a {window}-turn window"
+    if any(turn.important for turn in turns[: kept[-1]]):
+        newest_recalled = max(
+            (i for i, turn in enumerate(turns) if turn.marker in recalled), default=-1
+        )
+        check_importance_first(world, turns, kept, tokens, alone, base, window, newest_recalled)
+        return
     for index in range(kept[0] + 1, kept[-1]):
         if index not in kept:
             assert alone(index) > world.budget, f"turn {index} left out though it fits"
@@ -416,6 +486,52 @@ def check_greedy_eviction(
         assert grown > world.budget, f"turn {older[0]} left out though {grown} tokens would fit"
 
 
+def check_importance_first(
+    world: World,
+    turns: list[Turn],
+    kept: list[int],
+    tokens: int,
+    alone: Callable[[int], int],
+    base: int,
+    window: int | None,
+    newest_recalled: int,
+) -> None:
+    """Small talk outside the newest turns is evicted oldest first; an important turn (among
+    the newest ``IMPORTANT_LOOKBACK``) is left out only when evicting all that small talk would
+    not make room for it (or free a place in the window). ``tokens`` includes what recall
+    shows, so that room is what recall left. Recall shows only messages older than every turn
+    in the window (invariant 7), so an important turn no newer than the newest recalled one
+    (``newest_recalled``; -1: none) is left out for recall: there it is checked that the
+    window holds nothing older than that recalled turn."""
+    current = kept[-1]
+    protected = set(kept[-world.scenario.keep_recent_turns :]) | {current}
+    small = [i for i in kept if i not in protected and not turns[i].important]
+    room = world.budget - tokens + sum(alone(i) - base for i in small)
+    for index in range(current):
+        if index in kept or alone(index) > world.budget:
+            continue
+        if turns[index].important and index <= newest_recalled:
+            assert kept[0] > newest_recalled, "a recalled turn newer than the window's first"
+            event("an important turn left out: recall shows newer messages")
+        elif turns[index].important:
+            newer = sum(1 for turn in turns[index + 1 : current + 1] if turn.important)
+            if newer >= IMPORTANT_LOOKBACK:
+                continue
+            full = window is not None and len(kept) - len(small) >= window
+            assert full or room < alone(index) - base, (
+                f"important turn {index} left out though evicting small talk makes room"
+            )
+            event("an important turn left out: no room even without small talk")
+        else:
+            assert all(i > index for i in small), (
+                f"small talk turn {index} left out while older small talk is kept"
+            )
+    if any(turns[i].important for i in kept if i not in protected) and any(
+        i not in kept and not turns[i].important for i in range(kept[0], current)
+    ):
+        event("an important turn kept in place of small talk")
+
+
 async def check_previews(world: World) -> None:
     """The /stats view of each conversation: exact count, within budget, same invariants."""
     for conversation in CONVERSATIONS:
@@ -424,7 +540,7 @@ async def check_previews(world: World) -> None:
         assert count_prompt_tokens(MODEL, prompt.messages) == prompt.tokens, "inexact count"
         assert prompt.tokens <= world.budget
         assert preview.stored_messages == world.stored[conversation.key]
-        check_layout(world, conversation, prompt.messages)
+        check_layout(world, conversation, prompt.messages, None)
 
 
 def check_refusal(
@@ -452,7 +568,7 @@ def check_refusal(
 # -- driving the real engine ----------------------------------------------------------------------
 
 
-async def heads(world: World, conversation: Conversation) -> list[str]:
+async def heads(world: World, conversation: Conversation, speaker: Speaker) -> list[str]:
     """The system message the conversation's next prompt would start with now. Read before and
     after a message: a background summary may land in between, so either may have been used."""
     engine, store = world.app.engine, world.app.store
@@ -460,7 +576,9 @@ async def heads(world: World, conversation: Conversation) -> list[str]:
     summaries: list[Summary | None] = [None]
     if engine.assembler.uses_summary:
         summaries = [await store.latest_summary(conversation_key=conversation.key)]
-    return [engine.assembler.head_text(pins, summary) for summary in summaries]
+    facts = await store.profile_facts(person=speaker.person)
+    profile, _ = engine.assembler.fit_profile(speaker.name, facts, engine.budget())
+    return [engine.assembler.head_text(pins, summary, profile) for summary in summaries]
 
 
 async def say(world: World, action: Say) -> tuple[Turn, Reply | None, list[str]]:
@@ -468,12 +586,19 @@ async def say(world: World, action: Say) -> tuple[Turn, Reply | None, list[str]]
     author_id, name = SPEAKERS[action.who]
     marker = world.marker(MESSAGE_TAGS[conversation.key])
     text = f"{action.prefix}{marker}{action.suffix}"
-    turn = Turn(marker=marker, rendered=f"[{name or author_id}] {text}")
-    before = await heads(world, conversation)
+    turn = Turn(marker=marker, rendered=f"[{name or author_id}] {text}", author_id=author_id)
+    speaker = Speaker(Person.of(conversation, author_id), name or author_id)
+    before = await heads(world, conversation, speaker)
     reply = await world.app.engine.handle_message(
         IncomingMessage(conversation, author_id, name, text, addressed=action.addressed)
     )
-    after = await heads(world, conversation)
+    after = await heads(world, conversation, speaker)
+    stored = await world.app.store.recent_messages(
+        conversation_key=conversation.key, through_id=2**62, after_turn=0, limit=4
+    )
+    turn.important = next(
+        m.important for m in stored if m.role is Role.USER and marker in m.content
+    )
     world.turns[conversation.key].append(turn)
     return turn, reply, before + after
 
@@ -575,6 +700,41 @@ async def summarize(world: World, action: Summarize) -> None:
     assert world.new_chat_bodies() == [], "/summarize sent a chat request"
 
 
+async def remember(world: World, action: Remember) -> None:
+    conversation = CONVERSATIONS[action.where]
+    author_id, name = SPEAKERS[action.who]
+    marker = world.marker(PROFILE_TAGS[conversation.workspace])
+    argument = f"{action.prefix}{marker}{action.suffix}"
+    reply = await run_command(
+        world.app.engine, CommandCall(conversation, "remember", argument, author_id, name)
+    )
+    if reply.kind is ReplyKind.INFO:
+        match = re.match(r"Remembered #(\d+): ", reply.text)
+        assert match is not None, reply.text
+        held = world.profiles.setdefault((conversation.workspace, author_id), [])
+        held.append((int(match.group(1)), marker))
+        event("fact remembered")
+    else:
+        assert reply.kind is ReplyKind.ERROR and reply.text.startswith("Not remembered"), reply
+        event("fact refused")
+
+
+async def forget(world: World, action: Forget) -> None:
+    conversation = CONVERSATIONS[action.where]
+    author_id, name = SPEAKERS[action.who]
+    held = world.profiles.setdefault((conversation.workspace, author_id), [])
+    argument = "all" if action.everything or not held else str(held[0][0])
+    reply = await run_command(
+        world.app.engine, CommandCall(conversation, "forget", argument, author_id, name)
+    )
+    assert reply.kind is ReplyKind.INFO, reply
+    if argument == "all":
+        assert f"Forgot all {len(held)} fact(s)" in reply.text, reply.text
+        held.clear()
+    else:
+        held.pop(0)
+
+
 async def play(world: World) -> None:
     for action in world.scenario.actions:
         if isinstance(action, Say):
@@ -593,6 +753,10 @@ async def play(world: World) -> None:
                 await settle_says(world, [(say_action, await say(world, say_action))])
         elif isinstance(action, Summarize):
             await summarize(world, action)
+        elif isinstance(action, Remember):
+            await remember(world, action)
+        elif isinstance(action, Forget):
+            await forget(world, action)
         else:
             await world.app.engine.drain()
         await check_previews(world)
@@ -664,7 +828,9 @@ long_histories = st.builds(
             where=st.just(0),
             who=whos,
             prefix=st.just(""),
-            suffix=st.sampled_from(("", "ok", "好的", "🎉", "<|endoftext|>", " \n")),
+            suffix=st.sampled_from(
+                ("", "ok", "好的", "🎉", "<|endoftext|>", " \n", " remember 42")
+            ),
             addressed=st.sampled_from((True, True, False)),
         ),
         min_size=60,

@@ -483,3 +483,50 @@ async def test_messages_are_remembered_in_the_order_they_came(
         "[Ana] second",
         "[Ana] order?",
     ]
+
+
+async def test_a_pushpin_reaction_keeps_a_message_in_the_window_until_it_is_removed(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    raw = config_dict(
+        llm.url,
+        tmp_path / "bot.sqlite3",
+        slack=slack_settings(fake_slack),
+        memory={"strategy": "full", "max_context_tokens": 500},
+    )
+    async with open_app(parse_config(raw, ENV)) as app:
+        platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
+        await platform.start()
+        try:
+            async with aiohttp.ClientSession() as http:
+                slack = Slack(platform, fake_slack, http)
+
+                async def react(kind: str, ts: str, name: str = "pushpin") -> None:
+                    item = {"type": "message", "channel": "C1", "ts": ts}
+                    event = {"type": kind, "user": "U1", "reaction": name, "item": item}
+                    assert await slack.event({**event, "item_user": "U2", "event_ts": "9.9"}) == 200
+                    await slack.settle()
+
+                async def chatter(count: int) -> list[str]:
+                    for i in range(count):
+                        await slack.say("U3", f"chatter {i} " + "blah " * 30)
+                    await slack.say("U1", f"<@{BOT_USER}> anything to note?")
+                    return [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+
+                noted = await slack.say("U2", "Ana owns billing")
+                await react("reaction_added", "1.000001")  # a message memory doesn't have
+                await react("reaction_added", noted, name="thumbsup")  # not a pin
+                assert "[Bo] Ana owns billing" not in await chatter(12)
+                await react("reaction_added", noted)
+                assert "[Bo] Ana owns billing" in await chatter(12)
+                await react("reaction_removed", noted)
+                assert "[Bo] Ana owns billing" not in await chatter(12)
+                # In a thread: the reaction finds the reply in its thread's conversation.
+                root = await slack.say("U2", "thread root")
+                reply = await slack.say("U2", "the code is blue", thread_ts=root)
+                await react("reaction_added", reply)
+                key = f"slack:{TEAM}:C1:{root}"
+                found = await app.store.find_message(conversation_key=key, message_id=reply)
+                assert found is not None and found.important
+        finally:
+            await platform.stop()

@@ -16,7 +16,17 @@ def test_the_manifest_declares_commands_shortcut_events_and_scopes() -> None:
     manifest = yaml.safe_load((ROOT / "slack-manifest.yaml").read_text(encoding="utf-8"))
     features = manifest["features"]
     commands = {c["command"] for c in features["slash_commands"]}
-    assert commands == {"/pin", "/unpin", "/pins", "/summarize", "/stats", "/reset"}
+    assert commands == {
+        "/pin",
+        "/unpin",
+        "/pins",
+        "/summarize",
+        "/stats",
+        "/reset",
+        "/remember",
+        "/profile",
+        "/forget",
+    }
     assert commands <= {f"/{spec.name}" for spec in COMMANDS}
     (shortcut,) = features["shortcuts"]
     assert (shortcut["type"], shortcut["callback_id"]) == ("message", PIN_SHORTCUT)
@@ -26,7 +36,10 @@ def test_the_manifest_declares_commands_shortcut_events_and_scopes() -> None:
         "message.groups",
         "message.im",
         "message.mpim",
+        "reaction_added",
+        "reaction_removed",
     }
     assert settings["socket_mode_enabled"] and settings["interactivity"]["is_enabled"]
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"chat:write", "commands", "users:read", "channels:history", "im:history"} <= scopes
+    assert "reactions:read" in scopes  # reaction_added / reaction_removed need it

@@ -16,6 +16,7 @@ from bot.slack_adapter.translate import (
     to_edit,
     to_incoming,
     to_pin,
+    to_reaction,
 )
 
 BOT = "UBOT"
@@ -191,3 +192,21 @@ def test_payloads_without_a_team_or_channel_are_not_messages() -> None:
     assert to_incoming(no_channel, policy=POLICY, names=NAMES) is None
     no_team = {**event("hi"), "team_id": ""}
     assert to_incoming(no_team, policy=POLICY, names=NAMES) is None
+
+
+def reaction(kind: str, name: str, item: dict[str, Any]) -> dict[str, Any]:
+    event = {"type": kind, "user": "U1", "reaction": name, "item": item, "event_ts": "1.1"}
+    return {"type": "event_callback", "team_id": "T1", "event_id": "Ev9", "event": event}
+
+
+def test_only_a_pushpin_on_a_message_is_a_mark() -> None:
+    on_message = {"type": "message", "channel": "C1", "ts": "100.1"}
+    added = to_reaction(reaction("reaction_added", "pushpin", on_message))
+    assert added is not None and added.on and added.message_id == "100.1"
+    assert added.conversation == Conversation("slack", "T1", "C1")
+    removed = to_reaction(reaction("reaction_removed", "pushpin", on_message))
+    assert removed is not None and not removed.on
+    assert to_reaction(reaction("reaction_added", "thumbsup", on_message)) is None
+    on_file = {"type": "file", "file": "F1"}
+    assert to_reaction(reaction("reaction_added", "pushpin", on_file)) is None
+    assert to_reaction(event("hello")) is None

@@ -11,7 +11,7 @@ from bot.config import DiscordConfig
 from bot.discord_adapter.facts import conversation_of, facts_of
 from bot.discord_adapter.render import split_message
 from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
-from bot.discord_adapter.translate import to_incoming
+from bot.discord_adapter.translate import is_pushpin, to_incoming
 from bot.engine import Engine, Pending
 from bot.models import Conversation, IncomingMessage, Reply
 
@@ -19,12 +19,14 @@ log = logging.getLogger(__name__)
 
 
 def intents() -> discord.Intents:
-    """Guilds, messages (server and DM) and their text: Message Content is privileged."""
+    """Guilds, messages (server and DM) and their text: Message Content is privileged;
+    reactions (for 📌) are not."""
     wanted = discord.Intents.none()
     wanted.guilds = True
     wanted.guild_messages = True
     wanted.dm_messages = True
     wanted.message_content = True
+    wanted.reactions = True
     return wanted
 
 
@@ -115,6 +117,27 @@ class MemoryClient(discord.Client):
         )
         for message_id in message_ids:
             await self._engine.delete_message(conversation, str(message_id))
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._pushpin(payload, on=True)
+
+    async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._pushpin(payload, on=False)
+
+    async def _pushpin(self, payload: discord.RawReactionActionEvent, *, on: bool) -> None:
+        """📌 on a remembered message marks it important; other reactions, the bot's own and
+        messages memory does not have are ignored."""
+        if not is_pushpin(payload.emoji.name):
+            return
+        if self.user is not None and payload.user_id == self.user.id:
+            return
+        conversation = conversation_of(
+            guild_id=payload.guild_id,
+            channel_id=payload.channel_id,
+            channel=self.get_channel(payload.channel_id),
+        )
+        if not await self._engine.mark_important(conversation, str(payload.message_id), on):
+            log.debug("ignoring a pushpin on a message not in memory")
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("Discord event %s failed", event_method)

@@ -11,6 +11,8 @@ from bot.models import Conversation, IncomingMessage
 
 PLATFORM = "discord"
 DM_WORKSPACE = "dm"
+PUSHPIN = "📌"
+"""The reaction that marks a message important."""
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
 
 
@@ -45,6 +47,10 @@ def conversation_for(
     if parent_id is not None:
         return Conversation(PLATFORM, workspace, str(parent_id), str(channel_id))
     return Conversation(PLATFORM, workspace, str(channel_id))
+
+
+def is_pushpin(emoji_name: str | None) -> bool:
+    return emoji_name == PUSHPIN
 
 
 def is_addressed(facts: MessageFacts, *, bot_id: int, answer_channels: Collection[int]) -> bool:

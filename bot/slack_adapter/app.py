@@ -38,6 +38,7 @@ from bot.slack_adapter.translate import (
     to_edit,
     to_incoming,
     to_pin,
+    to_reaction,
 )
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,8 @@ class Listeners:
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)
         app.event("app_mention")(self.on_mention)
+        app.event("reaction_added")(self.on_reaction)
+        app.event("reaction_removed")(self.on_reaction)
         for spec in COMMANDS:
             app.command(f"/{spec.name}")(self.on_command)
         app.shortcut(PIN_SHORTCUT)(self.on_pin_shortcut)
@@ -132,6 +135,11 @@ class Listeners:
 
     async def on_mention(self, ack: AsyncAck) -> None:
         await ack()  # the same message also arrives as a message event, handled there
+
+    async def on_reaction(self, body: dict[str, Any], ack: AsyncAck) -> None:
+        await ack()
+        if self._first_delivery(body):
+            self._spawn(self._reaction(body), "slack reaction")
 
     async def on_command(self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond) -> None:
         await ack()
@@ -215,10 +223,7 @@ class Listeners:
         its turn to be stored comes, even while an earlier one is being answered: Slack has its
         acknowledgement and will not send it again. Answers follow in the same order."""
         key = ordering_key(body)
-        lock = self._order_locks.get(key)
-        if lock is None:
-            lock = self._order_locks[key] = asyncio.Lock()
-        async with lock:
+        async with self._order_lock(key):
             turn = await self._take(body)
             if turn is None:
                 return
@@ -235,6 +240,25 @@ class Listeners:
             done.set_result(None)
             if self._answering.get(key) is done:
                 del self._answering[key]
+
+    def _order_lock(self, key: str) -> asyncio.Lock:
+        lock = self._order_locks.get(key)
+        if lock is None:
+            lock = self._order_locks[key] = asyncio.Lock()
+        return lock
+
+    async def _reaction(self, body: dict[str, Any]) -> None:
+        """📌 on a message marks it important; unknown messages are ignored. Queued behind the
+        storing of the channel's messages, so a reaction to a message just sent finds it
+        stored."""
+        reaction = to_reaction(body)
+        if reaction is None:
+            return
+        conversation = reaction.conversation
+        async with self._order_lock(f"{conversation.workspace}:{conversation.channel}:"):
+            found = await self.engine.mark_important(conversation, reaction.message_id, reaction.on)
+        if not found:
+            log.debug("ignoring a pushpin on a message not in memory")
 
     async def _take(self, body: dict[str, Any]) -> _Turn | None:
         """Store what the event brings; what still needs an answer, if anything."""

@@ -20,6 +20,8 @@ from bot.models import CommandCall, Conversation, IncomingMessage
 
 PLATFORM = "slack"
 PIN_SHORTCUT = "pin_to_memory"
+PUSHPIN = "pushpin"
+"""The reaction (📌) that marks a message important."""
 
 Payload = Mapping[str, Any]
 
@@ -48,6 +50,16 @@ class Edit:
 class Deletion:
     conversation: Conversation
     message_id: str
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """A 📌 added (``on``) or removed on a message of a channel (or of one of its threads:
+    Slack's reaction events do not say which)."""
+
+    conversation: Conversation
+    message_id: str
+    on: bool
 
 
 def conversation_for(
@@ -208,6 +220,22 @@ def to_deletion(body: Payload) -> Deletion | None:
     thread_ts = (event.get("previous_message") or {}).get("thread_ts")
     conversation = conversation_for(_team(body), str(event.get("channel", "")), ts, thread_ts)
     return Deletion(conversation, str(ts))
+
+
+def to_reaction(body: Payload) -> Reaction | None:
+    """A ``reaction_added`` / ``reaction_removed`` event with 📌 on a message; None otherwise."""
+    event = body.get("event")
+    if not isinstance(event, Mapping) or event.get("reaction") != PUSHPIN:
+        return None
+    kind = event.get("type")
+    item = event.get("item") or {}
+    if kind not in ("reaction_added", "reaction_removed") or item.get("type") != "message":
+        return None
+    channel, ts, team = item.get("channel"), item.get("ts"), _team(body)
+    if not channel or not ts or not team:
+        return None
+    conversation = conversation_for(team, str(channel), None, None)
+    return Reaction(conversation, str(ts), on=kind == "reaction_added")
 
 
 def to_command(body: Payload, *, admins: Collection[str]) -> CommandCall:

@@ -10,7 +10,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.models import Conversation, Pin, Role, StoredMessage, Summary
+from bot.models import (
+    Conversation,
+    FactSource,
+    Person,
+    Pin,
+    ProfileFact,
+    Role,
+    StoredMessage,
+    Summary,
+)
 
 
 @dataclass(frozen=True)
@@ -67,11 +76,38 @@ class Store(Protocol):
         message_id: str | None,
         created_at: float,
         reply_to: int | None = None,
+        importance: int = 0,
     ) -> StoredMessage: ...
 
     async def edit_message(
-        self, *, conversation_key: str, message_id: str, content: str, tokens: int
-    ) -> bool: ...
+        self,
+        *,
+        conversation_key: str,
+        message_id: str,
+        content: str,
+        tokens: int,
+        importance: int | None = None,
+    ) -> bool:
+        """Replace a message's text (and its importance score, when given)."""
+        ...
+
+    async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
+        """Add ``delta`` (+1, -1) to the 📌 marks of a message of the channel or its threads
+        (a thread's copy of its root too); False when no conversation there has it."""
+        ...
+
+    async def important_turns(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[int]:
+        """The turns (after ``after_turn``) of the newest ``limit`` important messages with
+        id ``<= through_id``, newest first."""
+        ...
+
+    async def turn_costs(
+        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
+    ) -> Sequence[tuple[int, int]]:
+        """``(turn id, tokens)`` of every message with id ``<= through_id`` of those turns."""
+        ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
 
@@ -99,6 +135,12 @@ class Store(Protocol):
         self, *, conversation_key: str, first_id: int, through_id: int
     ) -> Sequence[StoredMessage]:
         """Messages with ids from ``first_id`` through ``through_id``, oldest first."""
+        ...
+
+    async def messages_of_turns(
+        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
+    ) -> Sequence[StoredMessage]:
+        """The messages (id ``<= through_id``) of the given turns, oldest first."""
         ...
 
     async def messages_after_turn(
@@ -162,6 +204,22 @@ class Store(Protocol):
     async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool: ...
 
     async def pins(self, *, channel_key: str) -> Sequence[Pin]: ...
+
+    async def add_profile_fact(
+        self, *, person: Person, text: str, tokens: int, source: FactSource
+    ) -> ProfileFact: ...
+
+    async def profile_facts(self, *, person: Person) -> Sequence[ProfileFact]:
+        """The person's facts in this workspace, oldest first."""
+        ...
+
+    async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:
+        """Delete one fact (all when ``fact_id`` is None) and note when; returns how many."""
+        ...
+
+    async def profile_forgot_at(self, *, person: Person) -> float | None:
+        """When the person last deleted from their profile."""
+        ...
 
     async def latest_summary(self, *, conversation_key: str) -> Summary | None: ...
 

@@ -13,7 +13,17 @@ from typing import Any
 import aiosqlite
 
 from bot.fulltext import document_terms, index_text
-from bot.models import Conversation, Pin, Role, StoredMessage, Summary, render_content
+from bot.models import (
+    Conversation,
+    FactSource,
+    Person,
+    Pin,
+    ProfileFact,
+    Role,
+    StoredMessage,
+    Summary,
+    render_content,
+)
 from bot.store import archive
 from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
 
@@ -129,18 +139,49 @@ _MIGRATIONS: tuple[str, ...] = (
         SELECT value, COUNT(*) FROM messages, json_each(recall_terms(messages.content))
         GROUP BY value;
     """,
+    # 3: user profiles, per person in a workspace; when each person last deleted from theirs.
+    """
+    CREATE TABLE profile_facts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        platform TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('user', 'summary')),
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX profile_facts_by_person ON profile_facts (platform, workspace, user_id, id);
+    CREATE TABLE profile_forgets (
+        platform TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        forgot_at REAL NOT NULL,
+        PRIMARY KEY (platform, workspace, user_id)
+    );
+    """,
+    # 4: importance: the scorer's score at insert, and the 📌 reactions a message carries.
+    """
+    ALTER TABLE messages ADD COLUMN importance INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN marks INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX messages_important ON messages (conversation, id, reply_to, importance, marks)
+        WHERE importance > 0 OR marks > 0;
+    CREATE INDEX messages_by_turn
+        ON messages (conversation, COALESCE(reply_to, id), reply_to, tokens);
+    """,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 _MESSAGE_COLUMNS = (
     "id, COALESCE(reply_to, id), role, author_id, author_name, content, tokens, created_at, "
-    "platform_message_id"
+    "platform_message_id, importance > 0 OR marks > 0"
 )
 _MESSAGE_COLUMNS_M = (  # the same, from ``messages m`` in a join
     "m.id, COALESCE(m.reply_to, m.id), m.role, m.author_id, m.author_name, m.content, m.tokens,"
-    " m.created_at, m.platform_message_id"
+    " m.created_at, m.platform_message_id, m.importance > 0 OR m.marks > 0"
 )
+_FACT_COLUMNS = "id, platform, workspace, user_id, text, tokens, source, created_at"
 _SUMMARY_COLUMNS = (
     "id, conversation, content, tokens, covers_through_turn, message_count, first_message_id, "
     "last_message_id, compactions, rebuilt, model, created_at"
@@ -169,7 +210,18 @@ _ROLES = {role.value: role for role in Role}
 
 def _message(row: Any) -> StoredMessage:
     return StoredMessage(
-        row[0], row[1], _ROLES[row[2]], row[3], row[4], row[5], row[6], row[7], row[8]
+        row[0], row[1], _ROLES[row[2]], row[3], row[4], row[5], row[6], row[7], row[8], bool(row[9])
+    )
+
+
+def _fact(row: Any) -> ProfileFact:
+    return ProfileFact(
+        id=row[0],
+        person=Person(row[1], row[2], row[3]),
+        text=row[4],
+        tokens=row[5],
+        source=FactSource(row[6]),
+        created_at=row[7],
     )
 
 
@@ -289,13 +341,14 @@ class SqliteStore:
         message_id: str | None,
         created_at: float,
         reply_to: int | None = None,
+        importance: int = 0,
     ) -> StoredMessage:
         await self._ensure_conversation(conversation)
         async with self._write_lock:
             row = await self._db.execute_insert(
                 "INSERT INTO messages (conversation, reply_to, role, author_id, author_name,"
-                " content, tokens, platform_message_id, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content, tokens, platform_message_id, created_at, importance)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     conversation.key,
                     reply_to,
@@ -306,6 +359,7 @@ class SqliteStore:
                     tokens,
                     message_id,
                     created_at,
+                    importance,
                 ),
             )
         assert row is not None
@@ -320,17 +374,65 @@ class SqliteStore:
             tokens=tokens,
             created_at=created_at,
             message_id=message_id,
+            important=importance > 0,
         )
 
     async def edit_message(
-        self, *, conversation_key: str, message_id: str, content: str, tokens: int
+        self,
+        *,
+        conversation_key: str,
+        message_id: str,
+        content: str,
+        tokens: int,
+        importance: int | None = None,
     ) -> bool:
         changed = await self._write(
-            "UPDATE messages SET content = ?, tokens = ?"
+            "UPDATE messages SET content = ?, tokens = ?, importance = COALESCE(?, importance)"
             " WHERE conversation = ? AND platform_message_id = ?",
-            (content, tokens, conversation_key, message_id),
+            (content, tokens, importance, conversation_key, message_id),
         )
         return changed > 0
+
+    async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
+        changed = await self._write(
+            "UPDATE messages SET marks = MAX(marks + ?, 0)"
+            " WHERE conversation IN (SELECT key FROM conversations WHERE channel_key = ?)"
+            " AND platform_message_id = ?",
+            (delta, channel_key, message_id),
+        )
+        return changed > 0
+
+    async def important_turns(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[int]:
+        # Through the partial index, which holds only important rows: no small talk is read.
+        rows = await self._db.execute_fetchall(
+            "SELECT id, reply_to FROM messages INDEXED BY messages_important"
+            " WHERE conversation = ? AND id > ? AND id <= ? AND (importance > 0 OR marks > 0)"
+            " ORDER BY id DESC LIMIT ?",
+            (conversation_key, after_turn, through_id, limit),
+        )
+        turns = {int(row[1] if row[1] is not None else row[0]) for row in rows}
+        return sorted((turn for turn in turns if turn > after_turn), reverse=True)
+
+    async def turn_costs(
+        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
+    ) -> Sequence[tuple[int, int]]:
+        if not turn_ids:
+            return []
+        marks = ", ".join("?" for _ in turn_ids)
+        # By the turn index: only these turns' rows are read.
+        rows = await self._db.execute_fetchall(
+            "SELECT id, reply_to, tokens FROM messages"  # noqa: S608 (placeholders)
+            f" INDEXED BY messages_by_turn WHERE conversation = ?"
+            f" AND COALESCE(reply_to, id) IN ({marks})",
+            (conversation_key, *turn_ids),
+        )
+        return [
+            (int(row[1] if row[1] is not None else row[0]), int(row[2]))
+            for row in rows
+            if row[0] <= through_id
+        ]
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
@@ -390,6 +492,20 @@ class SqliteStore:
             (conversation_key, first_id, through_id),
         )
         return [_message(row) for row in rows]
+
+    async def messages_of_turns(
+        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
+    ) -> Sequence[StoredMessage]:
+        if not turn_ids:
+            return []
+        marks = ", ".join("?" for _ in turn_ids)
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " INDEXED BY messages_by_turn"
+            f" WHERE conversation = ? AND COALESCE(reply_to, id) IN ({marks})",
+            (conversation_key, *turn_ids),
+        )
+        return sorted((_message(r) for r in rows if r[0] <= through_id), key=lambda m: m.id)
 
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
@@ -536,6 +652,62 @@ class SqliteStore:
         )
         return [Pin(*row) for row in rows]
 
+    async def add_profile_fact(
+        self, *, person: Person, text: str, tokens: int, source: FactSource
+    ) -> ProfileFact:
+        created_at = time.time()
+        async with self._write_lock:
+            row = await self._db.execute_insert(
+                "INSERT INTO profile_facts (platform, workspace, user_id, text, tokens, source,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    person.platform,
+                    person.workspace,
+                    person.user_id,
+                    text,
+                    tokens,
+                    source.value,
+                    created_at,
+                ),
+            )
+        assert row is not None
+        return ProfileFact(int(row[0]), person, text, tokens, source, created_at)
+
+    async def profile_facts(self, *, person: Person) -> Sequence[ProfileFact]:
+        rows = await self._db.execute_fetchall(
+            f"SELECT {_FACT_COLUMNS} FROM profile_facts"  # noqa: S608 (constant columns)
+            " WHERE platform = ? AND workspace = ? AND user_id = ? ORDER BY id",
+            (person.platform, person.workspace, person.user_id),
+        )
+        return [_fact(row) for row in rows]
+
+    async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:
+        where = "platform = ? AND workspace = ? AND user_id = ?"
+        params: tuple[Any, ...] = (person.platform, person.workspace, person.user_id)
+        async with self._transaction():
+            cursor = await self._db.execute(
+                f"DELETE FROM profile_facts WHERE {where}"  # noqa: S608 (constant text)
+                + (" AND id = ?" if fact_id is not None else ""),
+                (*params, fact_id) if fact_id is not None else params,
+            )
+            removed = cursor.rowcount
+            if removed:
+                await self._db.execute(
+                    "INSERT INTO profile_forgets (platform, workspace, user_id, forgot_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (platform, workspace, user_id)"
+                    " DO UPDATE SET forgot_at = excluded.forgot_at",
+                    (*params, time.time()),
+                )
+        return removed
+
+    async def profile_forgot_at(self, *, person: Person) -> float | None:
+        rows = await self._db.execute_fetchall(
+            "SELECT forgot_at FROM profile_forgets"
+            " WHERE platform = ? AND workspace = ? AND user_id = ?",
+            (person.platform, person.workspace, person.user_id),
+        )
+        return next((float(row[0]) for row in rows), None)
+
     async def latest_summary(self, *, conversation_key: str) -> Summary | None:
         rows = await self._db.execute_fetchall(
             f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation = ?"  # noqa: S608
@@ -678,7 +850,11 @@ class SqliteStore:
                 [(count(render_content(Role(r[1]), r[2], r[3])), r[0]) for r in rows],
             )
             updated += len(list(rows))
-            for table, column in (("pins", "text"), ("summaries", "content")):
+            for table, column in (
+                ("pins", "text"),
+                ("summaries", "content"),
+                ("profile_facts", "text"),
+            ):
                 rows = await self._db.execute_fetchall(
                     f"SELECT id, {column} FROM {table}"  # noqa: S608 (constant names)
                 )

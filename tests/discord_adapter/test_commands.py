@@ -36,12 +36,18 @@ async def test_commands_are_synced_from_the_table_with_the_context_menu(
         "stats",
         "reset",
         "help",
+        "remember",
+        "profile",
+        "forget",
         "Pin to memory",
     }
     assert by_name["Pin to memory"]["type"] == 3
     assert by_name["pin"]["options"][0]["name"] == "text"
     assert by_name["pin"]["options"][0]["required"] is True
     assert by_name["reset"]["options"][0]["required"] is False
+    assert by_name["remember"]["options"][0]["name"] == "text"
+    assert by_name["forget"]["options"][0]["name"] == "id"
+    assert "options" not in by_name["profile"] or not by_name["profile"]["options"]
     manage = discord.Permissions(manage_messages=True).value
     assert by_name["reset"]["default_member_permissions"] == manage
     assert by_name["pins"]["default_member_permissions"] is None
@@ -54,7 +60,7 @@ async def test_commands_sync_to_the_development_server(
         pass
     scope, commands = discord_fake.command_syncs[-1]
     assert scope == str(GUILD)
-    assert len(commands) == 8
+    assert len(commands) == 11
 
 
 async def test_pin_pins_and_stats_are_deferred_then_followed_up(

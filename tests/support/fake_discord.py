@@ -367,6 +367,23 @@ class FakeDiscord:
             data["guild_id"] = original["guild_id"]
         await self.dispatch("MESSAGE_DELETE", data)
 
+    async def react(self, user: Person, message: JSON, emoji: str, *, added: bool = True) -> None:
+        """Someone adds (or removes) a reaction to ``message``."""
+        data: JSON = {
+            "user_id": str(user.id),
+            "channel_id": message["channel_id"],
+            "message_id": message["id"],
+            "emoji": {"id": None, "name": emoji},
+            "type": 0,
+            "burst": False,
+        }
+        if message.get("guild_id"):
+            data["guild_id"] = message["guild_id"]
+            if added:
+                data["member"] = user.member()
+        event = "MESSAGE_REACTION_ADD" if added else "MESSAGE_REACTION_REMOVE"
+        await self.dispatch(event, data)
+
     async def command(
         self,
         user: Person,
