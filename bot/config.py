@@ -67,7 +67,6 @@ class MemoryConfig(_Section):
     summary_rebuild_every: int = Field(default=5, ge=0)
     summary_max_input_tokens: int = Field(default=12000, ge=1000)
     summary_retry_seconds: float = Field(default=60.0, ge=0)
-    max_message_chars: int = Field(default=200_000, ge=100)
 
     @model_validator(mode="after")
     def _target_below_threshold(self) -> MemoryConfig:
