@@ -69,7 +69,6 @@ class MemoryConfig(_Section):
     summary_rebuild_every: int = Field(default=5, ge=0)
     summary_max_input_tokens: int = Field(default=12000, ge=1000)
     summary_retry_seconds: float = Field(default=60.0, ge=0)
-    max_message_chars: int = Field(default=200_000, ge=100)
     recall_tokens: int = Field(default=1000, ge=0)
     """The most tokens of earlier messages found by search per prompt (0: no recall)."""
     recall_messages: int = Field(default=8, ge=1, le=50)
