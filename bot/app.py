@@ -51,7 +51,9 @@ def summary_api_key(config: Config) -> str | None:
 async def open_app(config: Config) -> AsyncIterator[App]:
     install_encodings()
     store = await SqliteStore.open(
-        config.storage.path, busy_timeout_ms=config.storage.busy_timeout_ms
+        config.storage.path,
+        busy_timeout_ms=config.storage.busy_timeout_ms,
+        index=config.memory.recall_tokens > 0,
     )
     clients: list[openai.AsyncOpenAI] = []
     try:

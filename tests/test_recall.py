@@ -111,6 +111,65 @@ async def test_without_recall_the_same_budget_forgets_the_fact(
     assert "tangerine-42" not in turns(prompt)
 
 
+async def test_messages_kept_while_recall_was_off_are_recalled_once_it_is_on(
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    off = make_config(memory={**SMALL, "recall_tokens": 0})
+    async with open_app(off) as app:
+        engine = app.engine
+        await engine.handle_message(said("the guest wifi password is tangerine-42", who="Li"))
+        await engine.handle_message(said("明天有客人来，访客WiFi密码是 xingyun-88。", who="Li"))
+        await engine.handle_message(said("the locker code is 1111", message_id="m1"))
+        await engine.handle_message(said("the vault code is 2222", message_id="m2"))
+        await chatter(app, 40)
+        assert await engine.delete_message(GENERAL, "m1")
+        assert await engine.edit_message(GENERAL, "m2", "the vault code is now 9090")
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    # with recall off, storing a message did no indexing work
+    assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 0
+    db.close()
+    async with open_app(make_config(memory=SMALL)) as app:
+        docs = await app.store.term_counts(["tangerine", "1111", "2222", "9090", "密码", "chatter"])
+        await app.engine.handle_message(
+            said("@bot what is the guest WiFi password?", addressed=True)
+        )
+        english = recall_block(last_prompt(llm))
+        await app.engine.handle_message(said("@bot 访客密码是什么？", addressed=True))
+        chinese = recall_block(last_prompt(llm))
+        await app.engine.handle_message(said("@bot and the locker code?", addressed=True))
+        locker = recall_block(last_prompt(llm))
+    assert "[Li] the guest wifi password is tangerine-42" in english
+    assert "xingyun-88" in chinese
+    assert "1111" not in locker  # deleted while recall was off: never indexed
+    # indexed once each, as they read now
+    assert docs == {"tangerine": 1, "9090": 1, "密码": 1, "chatter": 40}
+
+
+async def test_a_reset_while_recall_is_off_leaves_nothing_in_the_index(
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("the vault code is 4242"))
+        await app.engine.handle_message(said("the vault code is 7719", where=RANDOM))
+        await chatter(app, 40)
+    async with open_app(make_config(memory={**SMALL, "recall_tokens": 0})) as app:
+        await chatter(app, 3)
+        await run_command(app.engine, CommandCall(GENERAL, "reset", "", "ana", "Ana"))
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    assert (
+        db.execute("SELECT rowid FROM message_index WHERE message_index MATCH '4242'").fetchall()
+        == []
+    )
+    assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 1  # random's
+    docs = dict(db.execute("SELECT term, docs FROM message_index_terms").fetchall())
+    db.close()
+    assert (docs["4242"], docs["7719"], docs["chatter"]) == (0, 1, 0)
+    async with open_app(make_config(memory=SMALL)) as app:
+        await chatter(app, 40)
+        await app.engine.handle_message(said("what is the vault code?", addressed=True))
+    assert "4242" not in "\n".join(m["content"] for m in last_prompt(llm))
+
+
 async def test_recall_never_shows_another_conversations_messages(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:

@@ -169,6 +169,54 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_by_turn
         ON messages (conversation, COALESCE(reply_to, id), reply_to, tokens);
     """,
+    # 5: a message enters the recall index only where recall is on (a connection's TEMP
+    # trigger, _INDEX_ON_INSERT, and a catch-up on open); editing or deleting a message
+    # updates the index and the term counts only when the message is in the index.
+    """
+    DROP TRIGGER message_index_insert;
+    DROP TRIGGER message_index_update;
+    DROP TRIGGER message_index_delete;
+    CREATE TRIGGER message_vectors_update AFTER UPDATE OF content ON messages BEGIN
+        DELETE FROM message_vectors WHERE message_id = new.id;
+    END;
+    CREATE TRIGGER message_index_update AFTER UPDATE OF content ON messages
+    WHEN EXISTS (SELECT 1 FROM message_index WHERE rowid = old.id) BEGIN
+        UPDATE message_index SET body = recall_text(new.content) WHERE rowid = new.id;
+        UPDATE message_index_terms SET docs = docs - 1
+            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
+        INSERT INTO message_index_terms (term, docs)
+            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
+            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
+    END;
+    CREATE TRIGGER message_index_delete AFTER DELETE ON messages
+    WHEN EXISTS (SELECT 1 FROM message_index WHERE rowid = old.id) BEGIN
+        DELETE FROM message_index WHERE rowid = old.id;
+        UPDATE message_index_terms SET docs = docs - 1
+            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
+    END;
+    """,
+)
+
+_INDEX_ON_INSERT = """
+CREATE TEMP TRIGGER IF NOT EXISTS message_index_insert AFTER INSERT ON main.messages BEGIN
+    INSERT INTO message_index (rowid, body) VALUES (new.id, recall_text(new.content));
+    INSERT INTO message_index_terms (term, docs)
+        SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
+        ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
+END
+"""
+_CATCH_UP = (
+    "CREATE TEMP TABLE IF NOT EXISTS unindexed (id INTEGER PRIMARY KEY)",
+    "DELETE FROM unindexed",
+    "INSERT INTO unindexed SELECT id FROM messages"
+    " WHERE id NOT IN (SELECT rowid FROM message_index)",
+    "INSERT INTO message_index (rowid, body)"
+    " SELECT m.id, recall_text(m.content) FROM unindexed u JOIN messages m ON m.id = u.id",
+    "INSERT INTO message_index_terms (term, docs)"
+    " SELECT value, COUNT(*) FROM unindexed u JOIN messages m ON m.id = u.id,"
+    " json_each(recall_terms(m.content)) GROUP BY value"
+    " ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
+    "DELETE FROM unindexed",
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -256,7 +304,12 @@ class SqliteStore:
         self._known: set[str] = set()
 
     @classmethod
-    async def open(cls, path: str, *, busy_timeout_ms: int = 5000) -> SqliteStore:
+    async def open(
+        cls, path: str, *, busy_timeout_ms: int = 5000, index: bool = True
+    ) -> SqliteStore:
+        """Open (and migrate) the database. ``index``: messages stored through this
+        connection enter recall's search index (and those stored without it are indexed
+        now); off, storing a message does no indexing work at all (recall is off)."""
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -272,6 +325,8 @@ class SqliteStore:
             await db.create_function("recall_text", 1, index_text, deterministic=True)
             await db.create_function("recall_terms", 1, document_terms, deterministic=True)
             await store._migrate()
+            if index:
+                await store._index_new_messages()
         except sqlite3.OperationalError as exc:
             await db.close()
             if "fts5" in str(exc):
@@ -297,6 +352,14 @@ class SqliteStore:
                 for statement in _statements(_MIGRATIONS[number]):
                     await self._db.execute(statement)
                 await self._db.execute(f"PRAGMA user_version = {number + 1}")
+
+    async def _index_new_messages(self) -> None:
+        """Index the messages stored while indexing was off, then index every message this
+        connection stores, in the statement that stores it."""
+        async with self._transaction():
+            for statement in _CATCH_UP:
+                await self._db.execute(statement)
+            await self._db.execute(_INDEX_ON_INSERT)
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
