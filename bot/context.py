@@ -112,8 +112,6 @@ class _Fit:
     older turns were not read."""
     promoted: frozenset[int] = frozenset()
     """Important turns from before ``boundary`` given a place."""
-    read: int = 0
-    """Message rows read to choose the turns."""
     next_cost: int | None = None
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
 
@@ -310,15 +308,19 @@ class Assembler:
                         stop_turns=frozenset(m.turn_id for m in recalled.messages),
                     )
             if fit.left_out and fit.boundary is not None:
-                fit = await self._promote_important(
+                if fit is not read_fit:
+                    rows, read_fit = await self._rows(conversation_key, fit, through_id), fit
+                fit, rows = await self._promote_important(
                     conversation_key=conversation_key,
                     through_id=through_id,
                     after_turn=after_turn,
                     available=budget - fixed - recalled.tokens,
                     current_id=current_id,
                     fit=fit,
+                    rows=rows,
                     after=max((m.turn_id for m in recalled.messages), default=0),
                 )
+                read_fit = fit
             if fit is not read_fit:
                 rows = await self._rows(conversation_key, fit, through_id)
             recent, left_out = fit.tokens, fit.left_out
@@ -354,28 +356,17 @@ class Assembler:
     async def _rows(
         self, conversation_key: str, fit: _Fit, through_id: int
     ) -> Sequence[StoredMessage]:
-        """The kept turns' messages in order: the recent run in one range read, and important
-        older turns by their turn ids (never the small talk in between)."""
-        recent = fit.turns - fit.promoted
-        rows: list[StoredMessage] = []
-        if recent:
-            rows = [
-                row
-                for row in await self._store.messages_between(
-                    conversation_key=conversation_key,
-                    first_id=min(recent),
-                    through_id=through_id,
-                )
-                if row.turn_id in recent
-            ]
-        if fit.promoted:
-            older = await self._store.messages_of_turns(
-                conversation_key=conversation_key,
-                turn_ids=sorted(fit.promoted),
-                through_id=through_id,
+        """The kept turns' messages in order, in one range read (of a fit before important
+        turns were given a place: :meth:`_promote_important` reads theirs)."""
+        if not fit.turns:
+            return []
+        return [
+            row
+            for row in await self._store.messages_between(
+                conversation_key=conversation_key, first_id=min(fit.turns), through_id=through_id
             )
-            rows = sorted([*older, *rows], key=lambda row: row.id)
-        return rows
+            if row.turn_id in fit.turns
+        ]
 
     def _remember_start(self, conversation_key: str, start: int) -> None:
         if (
@@ -433,7 +424,6 @@ class Assembler:
         max_turns = self._max_turns()
         kept: set[int] = set()
         costs_of: dict[int, int] = {}
-        read = 0
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
         remaining = available
         upper = through_id
@@ -446,7 +436,6 @@ class Assembler:
                 after_turn=after_turn,
                 limit=batch,
             )
-            read += len(costs)
             for _, turn_id, tokens in costs:
                 pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
             exhausted = len(costs) < batch
@@ -466,7 +455,7 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return _Fit(kept, available - remaining, True, costs_of, turn_id, read=read)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
                 elif cost > remaining - hold:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
@@ -477,11 +466,10 @@ class Assembler:
                         True,
                         costs_of,
                         turn_id,
-                        read=read,
                         next_cost=cost,
                     )
                 elif turn_id in stop_turns:
-                    return _Fit(kept, available - remaining, True, costs_of, turn_id, read=read)
+                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
                 kept.add(turn_id)
                 costs_of[turn_id] = cost
                 remaining -= cost
@@ -500,39 +488,38 @@ class Assembler:
         available: int,
         current_id: int | None,
         fit: _Fit,
+        rows: Sequence[StoredMessage],
         after: int = 0,
-    ) -> _Fit:
+    ) -> tuple[_Fit, Sequence[StoredMessage]]:
         """Give important turns left out (newer than turn ``after``) a place, in exchange for
         the oldest unimportant kept turns outside the newest ``keep_recent_turns`` (and the
-        current one); then put back what still fits of what was exchanged."""
+        current one); then put back what still fits of what was exchanged. ``rows`` are the
+        kept turns' messages; returns the new fit and its messages, oldest first."""
         assert fit.boundary is not None
-        # The rows read so far hold every important message of the kept turns: the newest
-        # important rows past those are the candidates.
-        important = await self._store.important_turns(
+        older: dict[int, list[StoredMessage]] = {}
+        for row in await self._store.important_turn_messages(
             conversation_key=conversation_key,
             through_id=through_id,
-            after_turn=after_turn,
-            limit=fit.read + 2 * IMPORTANT_LOOKBACK,
-        )
-        candidates = [t for t in important if t <= fit.boundary][:IMPORTANT_LOOKBACK]
-        candidates = [t for t in candidates if t > after]
+            after_turn=max(after_turn, after),
+            through_turn=fit.boundary,
+            turns=IMPORTANT_LOOKBACK,
+        ):
+            older.setdefault(row.turn_id, []).append(row)
+        candidates = sorted((t for t in older if t not in fit.turns), reverse=True)
         if not candidates:
-            return fit
+            return fit, rows
         newest_first = sorted(fit.turns, reverse=True)
         protected = set(newest_first[: self._memory.keep_recent_turns])
         if current_id is not None:
             protected.add(current_id)
-        keep = protected | set(important)
+        keep = protected | {row.turn_id for row in rows if row.important}
         evictable = [t for t in reversed(newest_first) if t not in keep]
         max_turns = self._max_turns()
         if not evictable and (max_turns is not None and len(fit.turns) >= max_turns):
-            return fit
+            return fit, rows
         costs = dict(fit.costs)
-        for turn_id, tokens in await self._store.turn_costs(
-            conversation_key=conversation_key, turn_ids=candidates, through_id=through_id
-        ):
-            if turn_id not in fit.turns:
-                costs[turn_id] = costs.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
+        for turn_id in candidates:
+            costs[turn_id] = sum(m.tokens + MESSAGE_OVERHEAD for m in older[turn_id])
         kept, remaining = set(fit.turns), available - fit.tokens
         promoted: set[int] = set()
         evicted: list[int] = []
@@ -564,8 +551,10 @@ class Assembler:
             kept.add(turn_id)
             remaining -= costs[turn_id]
         if not promoted:
-            return fit
-        return _Fit(
+            return fit, rows
+        shown = [row for row in rows if row.turn_id in kept]
+        shown += [row for turn_id in promoted for row in older[turn_id]]
+        promoted_fit = _Fit(
             kept,
             available - remaining,
             True,
@@ -573,3 +562,4 @@ class Assembler:
             fit.boundary,
             frozenset(promoted),
         )
+        return promoted_fit, sorted(shown, key=lambda row: row.id)

@@ -96,17 +96,18 @@ class Store(Protocol):
         (a thread's copy of its root too); False when no conversation there has it."""
         ...
 
-    async def important_turns(
-        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
-    ) -> Sequence[int]:
-        """The turns (after ``after_turn``) of the newest ``limit`` important messages with
-        id ``<= through_id``, newest first."""
-        ...
-
-    async def turn_costs(
-        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
-    ) -> Sequence[tuple[int, int]]:
-        """``(turn id, tokens)`` of every message with id ``<= through_id`` of those turns."""
+    async def important_turn_messages(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        through_turn: int,
+        turns: int,
+    ) -> Sequence[StoredMessage]:
+        """The messages (id ``<= through_id``) of the newest ``turns`` turns after
+        ``after_turn`` through ``through_turn`` that hold an important message (among the
+        newest ``4 * turns`` such messages), oldest first."""
         ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
@@ -135,12 +136,6 @@ class Store(Protocol):
         self, *, conversation_key: str, first_id: int, through_id: int
     ) -> Sequence[StoredMessage]:
         """Messages with ids from ``first_id`` through ``through_id``, oldest first."""
-        ...
-
-    async def messages_of_turns(
-        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
-    ) -> Sequence[StoredMessage]:
-        """The messages (id ``<= through_id``) of the given turns, oldest first."""
         ...
 
     async def messages_after_turn(

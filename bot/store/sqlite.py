@@ -465,37 +465,37 @@ class SqliteStore:
         )
         return changed > 0
 
-    async def important_turns(
-        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
-    ) -> Sequence[int]:
-        # Through the partial index, which holds only important rows: no small talk is read.
+    async def important_turn_messages(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        through_turn: int,
+        turns: int,
+    ) -> Sequence[StoredMessage]:
+        # The newest important rows, through the partial index that holds only those (no
+        # small talk is read), give the turns; their messages come by the turn index.
         rows = await self._db.execute_fetchall(
-            "SELECT id, reply_to FROM messages INDEXED BY messages_important"
-            " WHERE conversation = ? AND id > ? AND id <= ? AND (importance > 0 OR marks > 0)"
-            " ORDER BY id DESC LIMIT ?",
-            (conversation_key, after_turn, through_id, limit),
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " INDEXED BY messages_by_turn"
+            " WHERE conversation = :conversation AND id <= :through"
+            " AND COALESCE(reply_to, id) IN (SELECT DISTINCT turn FROM ("
+            "  SELECT COALESCE(reply_to, id) AS turn FROM messages INDEXED BY messages_important"
+            "  WHERE conversation = :conversation AND id > :after AND id <= :through"
+            "  AND (importance > 0 OR marks > 0)"
+            "  AND COALESCE(reply_to, id) > :after AND COALESCE(reply_to, id) <= :through_turn"
+            "  ORDER BY id DESC LIMIT :rows) ORDER BY turn DESC LIMIT :turns)",
+            {
+                "conversation": conversation_key,
+                "through": through_id,
+                "after": after_turn,
+                "through_turn": through_turn,
+                "rows": 4 * turns,
+                "turns": turns,
+            },
         )
-        turns = {int(row[1] if row[1] is not None else row[0]) for row in rows}
-        return sorted((turn for turn in turns if turn > after_turn), reverse=True)
-
-    async def turn_costs(
-        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
-    ) -> Sequence[tuple[int, int]]:
-        if not turn_ids:
-            return []
-        marks = ", ".join("?" for _ in turn_ids)
-        # By the turn index: only these turns' rows are read.
-        rows = await self._db.execute_fetchall(
-            "SELECT id, reply_to, tokens FROM messages"  # noqa: S608 (placeholders)
-            f" INDEXED BY messages_by_turn WHERE conversation = ?"
-            f" AND COALESCE(reply_to, id) IN ({marks})",
-            (conversation_key, *turn_ids),
-        )
-        return [
-            (int(row[1] if row[1] is not None else row[0]), int(row[2]))
-            for row in rows
-            if row[0] <= through_id
-        ]
+        return sorted((_message(row) for row in rows), key=lambda m: m.id)
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
@@ -555,20 +555,6 @@ class SqliteStore:
             (conversation_key, first_id, through_id),
         )
         return [_message(row) for row in rows]
-
-    async def messages_of_turns(
-        self, *, conversation_key: str, turn_ids: Sequence[int], through_id: int
-    ) -> Sequence[StoredMessage]:
-        if not turn_ids:
-            return []
-        marks = ", ".join("?" for _ in turn_ids)
-        rows = await self._db.execute_fetchall(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
-            " INDEXED BY messages_by_turn"
-            f" WHERE conversation = ? AND COALESCE(reply_to, id) IN ({marks})",
-            (conversation_key, *turn_ids),
-        )
-        return sorted((_message(r) for r in rows if r[0] <= through_id), key=lambda m: m.id)
 
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
