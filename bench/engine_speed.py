@@ -53,8 +53,9 @@ import aiosqlite
 
 from bot.app import open_app
 from bot.config import Config, Strategy, parse_config
+from bot.context import Speaker
 from bot.engine import Engine
-from bot.models import Conversation, IncomingMessage, Role, StoredMessage
+from bot.models import Conversation, IncomingMessage, Person, Role, StoredMessage
 from bot.tokens import install_encodings
 
 TARGET_MS = 2.0
@@ -349,6 +350,7 @@ async def one_turn(
         current_id=stored.id,
         budget=engine.budget(),
         query=stored,
+        speaker=Speaker(Person.of(CHANNEL, author_id), name),
     )
     t2 = time.perf_counter()
     if profiler is not None:
