@@ -242,16 +242,20 @@ class Assembler:
         ``speaker``, whose profile is shown. Raises :class:`PromptTooLarge` when the system
         prompt, pins, profile and that message alone exceed the budget.
         """
-        pins = await self._store.pins(channel_key=channel_key)
+        profile_text, profile = "", list[ProfileFact]()
+        if speaker is not None and self._memory.profile_tokens:
+            pins, facts = await self._store.pins_and_profile(
+                channel_key=channel_key, person=speaker.person
+            )
+            if facts:
+                profile_text, profile = self.fit_profile(speaker.name, facts, budget)
+        else:
+            pins = await self._store.pins(channel_key=channel_key)
         summary = (
             await self._store.latest_summary(conversation_key=conversation_key)
             if self.uses_summary
             else None
         )
-        profile_text, profile = "", list[ProfileFact]()
-        if speaker is not None and self._memory.profile_tokens:
-            facts = await self._store.profile_facts(person=speaker.person)
-            profile_text, profile = self.fit_profile(speaker.name, facts, budget)
         head = self.head_tokens(pins, summary, profile_text)
         fixed = head + REPLY_PRIMING
         if fixed > budget:

@@ -208,6 +208,12 @@ class Store(Protocol):
         """The person's facts in this workspace, oldest first."""
         ...
 
+    async def pins_and_profile(
+        self, *, channel_key: str, person: Person
+    ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
+        """``pins(channel_key=...)`` and ``profile_facts(person=...)`` in one read."""
+        ...
+
     async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:
         """Delete one fact (all when ``fact_id`` is None) and note when; returns how many."""
         ...

@@ -701,6 +701,21 @@ class SqliteStore:
         )
         return [Pin(*row) for row in rows]
 
+    async def pins_and_profile(
+        self, *, channel_key: str, person: Person
+    ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
+        # One query for both: a prompt needs them together, and most people have no facts.
+        rows = await self._db.execute_fetchall(
+            "SELECT 0, id, channel_key, text, tokens, author_name, created_at, author_id, NULL"  # noqa: S608 (constant columns)
+            " FROM pins WHERE channel_key = ?"
+            f" UNION ALL SELECT 1, {_FACT_COLUMNS} FROM profile_facts"
+            " WHERE platform = ? AND workspace = ? AND user_id = ? ORDER BY 1, 2",
+            (channel_key, person.platform, person.workspace, person.user_id),
+        )
+        pins = [Pin(*row[1:8]) for row in rows if row[0] == 0]
+        facts = [_fact(row[1:]) for row in rows if row[0] == 1]
+        return pins, facts
+
     async def add_profile_fact(
         self, *, person: Person, text: str, tokens: int, source: FactSource
     ) -> ProfileFact:
