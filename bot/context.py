@@ -173,6 +173,8 @@ class Assembler:
         self._recaller = recaller if recaller is not None and recaller.enabled else None
         self._window_starts: dict[str, int] = {}
         """Per conversation, the first message id of the last prompt's recent turns."""
+        self._whole: set[str] = set()
+        """Conversations whose last prompt held every message (no summary, nothing left out)."""
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self.system_tokens = self._count(system_prompt)
@@ -272,7 +274,20 @@ class Assembler:
         if through_id is not None:
             after_turn = summary.covers_through_turn if summary else 0
             found: Sequence[StoredMessage] = []
-            if self._recaller is not None:
+            whole: _Fit | None = None
+            if self._recaller is not None and after_turn == 0 and conversation_key in self._whole:
+                # The last prompt held the whole conversation, so recall had nothing to show:
+                # fit first, and search only when this prompt cannot hold it all either.
+                whole = await self._fit_turns(
+                    conversation_key=conversation_key,
+                    through_id=through_id,
+                    after_turn=after_turn,
+                    available=budget - fixed,
+                    current_id=current_id,
+                )
+                if whole.left_out:
+                    whole = None
+            if self._recaller is not None and whole is None:
                 found = await self._search(conversation_key, through_id, current_id, query, pins)
             # Matches where the last prompt's recent turns began, or later, are likely in the
             # window again: what the others take is held back.
@@ -281,7 +296,7 @@ class Assembler:
             recall_tokens = self._memory.recall_tokens
             planned = self._recaller.fit(likely, recall_tokens) if self._recaller else NOTHING
             hold = planned.tokens
-            fit = await self._fit_turns(
+            fit = whole or await self._fit_turns(
                 conversation_key=conversation_key,
                 through_id=through_id,
                 after_turn=after_turn,
@@ -328,6 +343,8 @@ class Assembler:
             if fit is not read_fit:
                 rows = await self._rows(conversation_key, fit, through_id)
             recent, left_out = fit.tokens, fit.left_out
+            if self._recaller is not None:
+                self._remember_whole(conversation_key, after_turn == 0 and not left_out)
         messages = [{"role": "system", "content": self.head_text(pins, summary, profile_text)}]
         if recalled.messages:
             messages.append(recalled.prompt_message())
@@ -371,6 +388,14 @@ class Assembler:
             )
             if row.turn_id in fit.turns
         ]
+
+    def _remember_whole(self, conversation_key: str, whole: bool) -> None:
+        if not whole:
+            self._whole.discard(conversation_key)
+            return
+        if len(self._whole) >= _WINDOW_STARTS:
+            self._whole.clear()
+        self._whole.add(conversation_key)
 
     def _remember_start(self, conversation_key: str, start: int) -> None:
         if (

@@ -99,6 +99,25 @@ async def test_an_early_fact_is_recalled_after_it_left_the_window(
     assert calibration is not None and calibration.ratio == 1.0  # counted exactly, recall too
 
 
+async def test_recall_starts_when_a_conversation_answered_all_along_outgrows_the_window(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    """Every message is answered, so a prompt is built while the whole conversation still
+    fits (nothing to recall) and on every turn after it stops fitting."""
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("明天有客人来，访客WiFi密码是 xingyun-88。", who="Li"))
+        blocks = []
+        for i in range(12):
+            text = f"@bot chatter {i}: lunch plans, the weather and the coffee machine"
+            await app.engine.handle_message(said(text, who="Bo", addressed=True))
+            blocks.append(recall_block(last_prompt(llm)))
+        await app.engine.handle_message(said("@bot 访客密码是什么？", addressed=True))
+    prompt = last_prompt(llm)
+    assert blocks[0] == "", "nothing is recalled while the whole conversation fits"
+    assert "xingyun-88" not in turns(prompt), "the fact should have left the recent window"
+    assert "[Li] 明天有客人来，访客WiFi密码是 xingyun-88。" in recall_block(prompt)
+
+
 async def test_without_recall_the_same_budget_forgets_the_fact(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
