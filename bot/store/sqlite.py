@@ -205,18 +205,13 @@ CREATE TEMP TRIGGER IF NOT EXISTS message_index_insert AFTER INSERT ON main.mess
         ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
 END
 """
-_CATCH_UP = (
-    "CREATE TEMP TABLE IF NOT EXISTS unindexed (id INTEGER PRIMARY KEY)",
-    "DELETE FROM unindexed",
-    "INSERT INTO unindexed SELECT id FROM messages"
-    " WHERE id NOT IN (SELECT rowid FROM message_index)",
-    "INSERT INTO message_index (rowid, body)"
-    " SELECT m.id, recall_text(m.content) FROM unindexed u JOIN messages m ON m.id = u.id",
+_CATCH_UP = (  # the term counts first: both read which messages the index lacks
     "INSERT INTO message_index_terms (term, docs)"
-    " SELECT value, COUNT(*) FROM unindexed u JOIN messages m ON m.id = u.id,"
-    " json_each(recall_terms(m.content)) GROUP BY value"
+    " SELECT value, COUNT(*) FROM messages, json_each(recall_terms(messages.content))"
+    " WHERE messages.id NOT IN (SELECT rowid FROM message_index) GROUP BY value"
     " ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
-    "DELETE FROM unindexed",
+    "INSERT INTO message_index (rowid, body) SELECT id, recall_text(content) FROM messages"
+    " WHERE id NOT IN (SELECT rowid FROM message_index)",
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -357,8 +352,13 @@ class SqliteStore:
         """Index the messages stored while indexing was off, then index every message this
         connection stores, in the statement that stores it."""
         async with self._transaction():
-            for statement in _CATCH_UP:
-                await self._db.execute(statement)
+            # The index only ever holds stored messages: the same count means it holds them all.
+            rows = await self._db.execute_fetchall(
+                "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM message_index)"
+            )
+            if next(iter(rows))[0]:
+                for statement in _CATCH_UP:
+                    await self._db.execute(statement)
             await self._db.execute(_INDEX_ON_INSERT)
 
     @asynccontextmanager
