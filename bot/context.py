@@ -66,6 +66,8 @@ class _Fit:
     """The turns kept in the prompt."""
     tokens: int
     left_out: bool
+    ids: list[int]
+    """The messages of the kept turns, oldest first."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -173,16 +175,10 @@ class Assembler:
                 current_id=current_id,
             )
             recent, left_out = fit.tokens, fit.left_out
-            if fit.turns:
-                rows = [
-                    row
-                    for row in await self._store.messages_between(
-                        conversation_key=conversation_key,
-                        first_id=min(fit.turns),
-                        through_id=through_id,
-                    )
-                    if row.turn_id in fit.turns
-                ]
+            if fit.ids:
+                rows = await self._store.messages_with_ids(
+                    conversation_key=conversation_key, ids=fit.ids
+                )
         messages = [{"role": "system", "content": self.head_text(pins, summary)}]
         messages.extend(row.prompt_message() for row in rows)
         pins_part = self.pins_tokens(pins)
@@ -216,6 +212,12 @@ class Assembler:
         max_turns = self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
         kept: set[int] = set()
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
+        read: list[tuple[int, int, int]] = []  # (id, turn, tokens), newest first
+
+        def fit(tokens: int, left_out: bool) -> _Fit:
+            ids = [row[0] for row in reversed(read) if row[1] in kept]
+            return _Fit(kept, tokens, left_out, ids)
+
         remaining = available
         upper = through_id
         skipped = False
@@ -227,6 +229,7 @@ class Assembler:
                 after_turn=after_turn,
                 limit=batch,
             )
+            read.extend(costs)
             for _, turn_id, tokens in costs:
                 pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
             exhausted = len(costs) < batch
@@ -246,13 +249,13 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return _Fit(kept, available - remaining, True)
+                    return fit(available - remaining, True)
                 elif cost > remaining:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return _Fit(kept, available - remaining, True)
+                    return fit(available - remaining, True)
                 kept.add(turn_id)
                 remaining -= cost
             if exhausted:
-                return _Fit(kept, available - remaining, skipped)
+                return fit(available - remaining, skipped)
