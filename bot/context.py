@@ -176,7 +176,7 @@ class Assembler:
             )
             recent, left_out = fit.tokens, fit.left_out
             if fit.ids:
-                rows = await self._store.messages_with_ids(
+                rows = await self._store.window_messages(
                     conversation_key=conversation_key, ids=fit.ids
                 )
         messages = [{"role": "system", "content": self.head_text(pins, summary)}]

@@ -96,14 +96,14 @@ async def test_a_read_under_way_during_an_edit_does_not_bring_the_old_text_back(
         )
         store._rows.clear()  # as after a restart: the next read goes to the database
         read = asyncio.create_task(
-            store.messages_with_ids(conversation_key=GENERAL.key, ids=[stored.id])
+            store.window_messages(conversation_key=GENERAL.key, ids=[stored.id])
         )
         await asyncio.sleep(0)  # the read is queued first
         await store.edit_message(
             conversation_key=GENERAL.key, message_id="m1", content="new text", tokens=5
         )
         await read
-        again = await store.messages_with_ids(conversation_key=GENERAL.key, ids=[stored.id])
+        again = await store.window_messages(conversation_key=GENERAL.key, ids=[stored.id])
         assert [row.content for row in again] == ["new text"]
     finally:
         await store.close()
@@ -113,17 +113,15 @@ def row(message_id: int, text: str) -> StoredMessage:
     return StoredMessage(message_id, message_id, Role.USER, "a", "A", text, 1, 0.0)
 
 
-def test_memory_is_bounded_and_long_messages_are_not_kept() -> None:
-    cache = RowCache(max_chars=100, max_entry_chars=40)
-    cache.put("c", [row(i, "x" * 19) for i in range(1, 11)])  # 20 chars each
-    found = cache.get_many("c", range(1, 11))
-    assert [r.id for r in found if r is not None] == [
-        6,
-        7,
-        8,
-        9,
-        10,
-    ]  # the newest five fit in 100 characters
-    cache.put("c", [row(11, "y" * 50)])
-    assert cache.get_many("c", [11]) == [None]
-    assert cache.get_many("other", [10]) == [None]  # never another conversation's row
+def test_memory_follows_the_last_prompt_and_is_bounded() -> None:
+    cache = RowCache(max_chars=100)
+    cache.keep("c", [row(i, "x" * 20) for i in range(1, 4)])  # 20 characters each
+    cache.add("c", row(4, "x" * 20))
+    cache.keep("c", [row(3, "x" * 20)])  # the next prompt holds only 3 (and 4 came after it)
+    assert [r is not None for r in cache.get_many("c", [1, 2, 3, 4])] == [False, False, True, True]
+    assert cache.chars == 40
+    assert cache.get_many("other", [3]) == [None]  # never another conversation's row
+    cache.keep("d", [row(10, "y" * 50)])
+    cache.keep("e", [row(20, "z" * 20)])  # 40 + 50 + 20 > 100: "c", used least recently, goes
+    assert cache.get_many("c", [3]) == [None]
+    assert cache.chars == 70

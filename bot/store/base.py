@@ -101,13 +101,13 @@ class Store(Protocol):
         """Messages with ids from ``first_id`` through ``through_id``, oldest first."""
         ...
 
-    async def messages_with_ids(
+    async def window_messages(
         self, *, conversation_key: str, ids: Sequence[int]
     ) -> Sequence[StoredMessage]:
-        """The conversation's messages with these ids (given ascending), oldest first; ids
-        that are not there are left out. Called for every prompt with the rows it holds: a
-        store may keep recently read rows in memory (SQLite does) as long as every change
-        it makes to a message drops the copy."""
+        """The rows of a prompt's recent turns, by id (ascending), oldest first; ids that are
+        not there are left out. Called once for every prompt: a store may keep these rows in
+        memory for the next prompt (SQLite does) as long as every change it makes to a message
+        drops its copy."""
         ...
 
     async def messages_after_turn(

@@ -252,7 +252,7 @@ class SqliteStore:
             created_at=created_at,
             message_id=message_id,
         )
-        self._rows.put(conversation.key, (stored,))
+        self._rows.add(conversation.key, stored)
         return stored
 
     async def edit_message(
@@ -273,7 +273,7 @@ class SqliteStore:
             "UPDATE messages SET platform_message_id = ? WHERE conversation = ? AND id = ?",
             (message_id, conversation_key, stored_id),
         )
-        self._rows.drop_id(stored_id)
+        self._rows.drop_id(conversation_key, stored_id)
         return changed > 0
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool:
@@ -327,7 +327,7 @@ class SqliteStore:
         )
         return [_message(row) for row in rows]
 
-    async def messages_with_ids(
+    async def window_messages(
         self, *, conversation_key: str, ids: Sequence[int]
     ) -> Sequence[StoredMessage]:
         # Served from the row cache; only rows it lacks (usually none) are read, in one range.
@@ -341,11 +341,10 @@ class SqliteStore:
                 (conversation_key, min(missing), max(missing)),
             )
             read = {row.id: row for row in map(_message, rows) if row.id in wanted}
-            self._rows.put(conversation_key, read.values())
-            found = [
-                row if row is not None else read.get(i) for i, row in zip(ids, found, strict=True)
-            ]
-        return [row for row in found if row is not None]
+            found = [read.get(i) if row is None else row for i, row in zip(ids, found, strict=True)]
+        window = [row for row in found if row is not None]
+        self._rows.keep(conversation_key, window)
+        return window
 
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
