@@ -22,7 +22,7 @@ than every recalled message: what recall shows stays older than the whole window
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot.config import MemoryConfig, Strategy
 from bot.models import FactSource, Person, Pin, ProfileFact, Role, StoredMessage, Summary
@@ -114,6 +114,9 @@ class _Fit:
     """Important turns from before ``boundary`` given a place."""
     next_cost: int | None = None
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
+    ids: tuple[int, ...] = ()
+    """The messages of the kept turns, oldest first (of a fit before important turns were
+    given a place)."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -306,7 +309,7 @@ class Assembler:
             )
             read_fit: _Fit | None = None
             if found and self._recaller is not None:
-                rows, read_fit = await self._rows(conversation_key, fit, through_id), fit
+                rows, read_fit = await self._rows(conversation_key, fit), fit
                 start = rows[0].id if rows else through_id + 1
                 self._remember_start(conversation_key, start)
                 left = budget - fixed - fit.tokens
@@ -328,7 +331,7 @@ class Assembler:
                     )
             if fit.left_out and fit.boundary is not None:
                 if fit is not read_fit:
-                    rows, read_fit = await self._rows(conversation_key, fit, through_id), fit
+                    rows, read_fit = await self._rows(conversation_key, fit), fit
                 fit, rows = await self._promote_important(
                     conversation_key=conversation_key,
                     through_id=through_id,
@@ -341,7 +344,7 @@ class Assembler:
                 )
                 read_fit = fit
             if fit is not read_fit:
-                rows = await self._rows(conversation_key, fit, through_id)
+                rows = await self._rows(conversation_key, fit)
             recent, left_out = fit.tokens, fit.left_out
             if self._recaller is not None:
                 self._remember_whole(conversation_key, after_turn == 0 and not left_out)
@@ -374,20 +377,13 @@ class Assembler:
             profile=profile,
         )
 
-    async def _rows(
-        self, conversation_key: str, fit: _Fit, through_id: int
-    ) -> Sequence[StoredMessage]:
-        """The kept turns' messages in order, in one range read (of a fit before important
-        turns were given a place: :meth:`_promote_important` reads theirs)."""
-        if not fit.turns:
+    async def _rows(self, conversation_key: str, fit: _Fit) -> Sequence[StoredMessage]:
+        """The kept turns' messages in order (of a fit before important turns were given a
+        place: :meth:`_promote_important` reads theirs); the store has most of them in memory
+        from the previous prompt."""
+        if not fit.ids:
             return []
-        return [
-            row
-            for row in await self._store.messages_between(
-                conversation_key=conversation_key, first_id=min(fit.turns), through_id=through_id
-            )
-            if row.turn_id in fit.turns
-        ]
+        return await self._store.window_messages(conversation_key=conversation_key, ids=fit.ids)
 
     def _remember_whole(self, conversation_key: str, whole: bool) -> None:
         if not whole:
@@ -454,10 +450,16 @@ class Assembler:
         kept: set[int] = set()
         costs_of: dict[int, int] = {}
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
+        read: list[tuple[int, int, int]] = []  # (id, turn, tokens), newest first
         remaining = available
         upper = through_id
         skipped = False
         batch = _FIRST_BATCH
+
+        def done(fit: _Fit) -> _Fit:
+            ids = tuple(row[0] for row in reversed(read) if row[1] in kept)
+            return replace(fit, ids=ids)
+
         while True:
             costs = await self._store.message_costs(
                 conversation_key=conversation_key,
@@ -465,6 +467,7 @@ class Assembler:
                 after_turn=after_turn,
                 limit=batch,
             )
+            read.extend(costs)
             for _, turn_id, tokens in costs:
                 pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
             exhausted = len(costs) < batch
@@ -484,26 +487,21 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
+                    return done(_Fit(kept, available - remaining, True, costs_of, turn_id))
                 elif cost > remaining - hold:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return _Fit(
-                        kept,
-                        available - remaining,
-                        True,
-                        costs_of,
-                        turn_id,
-                        next_cost=cost,
+                    return done(
+                        _Fit(kept, available - remaining, True, costs_of, turn_id, next_cost=cost)
                     )
                 elif turn_id in stop_turns:
-                    return _Fit(kept, available - remaining, True, costs_of, turn_id)
+                    return done(_Fit(kept, available - remaining, True, costs_of, turn_id))
                 kept.add(turn_id)
                 costs_of[turn_id] = cost
                 remaining -= cost
             if exhausted:
-                return _Fit(kept, available - remaining, skipped, costs_of)
+                return done(_Fit(kept, available - remaining, skipped, costs_of))
 
     def _max_turns(self) -> int | None:
         return self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None

@@ -138,6 +138,15 @@ class Store(Protocol):
         """Messages with ids from ``first_id`` through ``through_id``, oldest first."""
         ...
 
+    async def window_messages(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        """The rows of a prompt's recent turns, by id (ascending), oldest first; ids that are
+        not there are left out. Called once for every prompt: a store may keep these rows in
+        memory for the next prompt (SQLite does) as long as every change it makes to a message
+        drops its copy."""
+        ...
+
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
     ) -> Sequence[StoredMessage]:

@@ -26,6 +26,7 @@ from bot.models import (
 )
 from bot.store import archive
 from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
+from bot.store.rowcache import RowCache
 
 _MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -297,6 +298,7 @@ class SqliteStore:
         self.path = path
         self._write_lock = asyncio.Lock()
         self._known: set[str] = set()
+        self._rows = RowCache()
 
     @classmethod
     async def open(
@@ -427,7 +429,7 @@ class SqliteStore:
             )
         assert row is not None
         new_id = int(row[0])
-        return StoredMessage(
+        stored = StoredMessage(
             id=new_id,
             turn_id=reply_to if reply_to is not None else new_id,
             role=role,
@@ -439,6 +441,8 @@ class SqliteStore:
             message_id=message_id,
             important=importance > 0,
         )
+        self._rows.add(conversation.key, stored)
+        return stored
 
     async def edit_message(
         self,
@@ -454,6 +458,7 @@ class SqliteStore:
             " WHERE conversation = ? AND platform_message_id = ?",
             (content, tokens, importance, conversation_key, message_id),
         )
+        self._rows.drop(conversation_key, platform_id=message_id)
         return changed > 0
 
     async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
@@ -463,6 +468,9 @@ class SqliteStore:
             " AND platform_message_id = ?",
             (delta, channel_key, message_id),
         )
+        for key in self._rows.conversations():  # the channel's and its threads' conversations
+            if Conversation.from_key(key).channel_key == channel_key:
+                self._rows.drop(key, platform_id=message_id)
         return changed > 0
 
     async def important_turn_messages(
@@ -504,6 +512,7 @@ class SqliteStore:
             "UPDATE messages SET platform_message_id = ? WHERE conversation = ? AND id = ?",
             (message_id, conversation_key, stored_id),
         )
+        self._rows.drop_id(conversation_key, stored_id)
         return changed > 0
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool:
@@ -511,6 +520,7 @@ class SqliteStore:
             "DELETE FROM messages WHERE conversation = ? AND platform_message_id = ?",
             (conversation_key, message_id),
         )
+        self._rows.drop(conversation_key, platform_id=message_id)
         return changed > 0
 
     async def find_message(self, *, conversation_key: str, message_id: str) -> StoredMessage | None:
@@ -555,6 +565,25 @@ class SqliteStore:
             (conversation_key, first_id, through_id),
         )
         return [_message(row) for row in rows]
+
+    async def window_messages(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        # Served from the row cache; only rows it lacks (usually none) are read, in one range.
+        found = self._rows.get_many(conversation_key, ids)
+        missing = [i for i, row in zip(ids, found, strict=True) if row is None]
+        if missing:
+            wanted = set(missing)
+            rows = await self._db.execute_fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+                " WHERE conversation = ? AND id >= ? AND id <= ? ORDER BY id",
+                (conversation_key, min(missing), max(missing)),
+            )
+            read = {row.id: row for row in map(_message, rows) if row.id in wanted}
+            found = [read.get(i) if row is None else row for i, row in zip(ids, found, strict=True)]
+        window = [row for row in found if row is not None]
+        self._rows.keep(conversation_key, window)
+        return window
 
     async def messages_after_turn(
         self, *, conversation_key: str, after_turn: int, limit: int
@@ -828,6 +857,7 @@ class SqliteStore:
         async with self._transaction():
             cursor = await self._db.execute("DELETE FROM messages WHERE conversation = ?", (key,))
             deleted = cursor.rowcount
+            self._rows.drop(key)
             await self._db.execute("DELETE FROM summaries WHERE conversation = ?", (key,))
             await self._db.execute(
                 "INSERT INTO conversations (key, channel_key, generation, created_at)"
@@ -905,6 +935,7 @@ class SqliteStore:
     async def retokenize(self, count: Callable[[str], int]) -> int:
         """Recount every stored token count (after the chat model's encoding changed)."""
         updated = 0
+        self._rows.clear()
         async with self._transaction():
             rows = await self._db.execute_fetchall(
                 "SELECT id, role, author_name, content FROM messages"
@@ -942,6 +973,7 @@ class SqliteStore:
         async with self._write_lock:
             count = await archive.import_records(self._db, records)
         self._known.clear()
+        self._rows.clear()
         return count
 
     async def ping(self) -> bool:

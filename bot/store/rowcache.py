@@ -1,0 +1,117 @@
+"""The stored messages of each conversation's last prompt, kept in memory by id.
+
+Consecutive prompts of a conversation share almost all their recent turns: with this cache
+the next prompt reads from the database only the rows it has not seen (usually none: a new
+message enters the cache as it is stored). The database stays the truth for which messages
+a prompt holds and what they cost; the cache only spares reading their text again. What it
+holds per conversation is the last prompt's rows and the messages stored since, so memory
+follows the active conversations' windows, not their histories.
+
+Correctness rests on three facts. Message ids are never reused (``AUTOINCREMENT``; an import
+keeps its ids but only goes into a database without that conversation), so a row deleted by
+another process (``bot reset``) is simply never asked for again. Every change this process
+makes to a stored message (edit, delete, new platform id, reset, import, recount) goes through
+the store, which drops what it changed after the change. And the store's statements run one at
+a time in the order they were issued, their results delivered in that order: a read issued
+before an edit is cached before the edit's drop, never after it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+
+from bot.models import StoredMessage
+
+MAX_CHARS = 4_000_000
+"""Characters of message text kept in all (a few MB); past it, the conversations used least
+recently are forgotten first."""
+MAX_ROWS = 20_000
+"""Rows kept per conversation (the newest), however many are stored between two prompts."""
+
+
+class RowCache:
+    def __init__(self, *, max_chars: int = MAX_CHARS, max_rows: int = MAX_ROWS) -> None:
+        self._max_chars = max_chars
+        self._max_rows = max_rows
+        # Least recently used first; each conversation's rows in id order.
+        self._conversations: OrderedDict[str, dict[int, StoredMessage]] = OrderedDict()
+        self._chars: dict[str, int] = {}
+        self._total = 0
+
+    @property
+    def chars(self) -> int:
+        return self._total
+
+    def get_many(self, conversation_key: str, ids: Iterable[int]) -> list[StoredMessage | None]:
+        """The cached row of each id, None where there is none."""
+        rows = self._conversations.get(conversation_key)
+        if rows is None:
+            return [None for _ in ids]
+        self._conversations.move_to_end(conversation_key)
+        return [rows.get(message_id) for message_id in ids]
+
+    def keep(self, conversation_key: str, window: Sequence[StoredMessage]) -> None:
+        """Hold ``window`` (a prompt's rows, oldest first) and the messages stored after it."""
+        old = self._conversations.get(conversation_key, {})
+        newest = window[-1].id if window else 0
+        rows = {row.id: row for row in window}
+        rows.update((i, row) for i, row in old.items() if i > newest)
+        self._set(conversation_key, rows)
+
+    def add(self, conversation_key: str, row: StoredMessage) -> None:
+        """A message just stored: the next prompt of its conversation will hold it."""
+        rows = self._conversations.get(conversation_key)
+        if rows is None:
+            rows = self._conversations[conversation_key] = {}
+            self._chars[conversation_key] = 0
+        else:
+            self._conversations.move_to_end(conversation_key)
+        rows[row.id] = row
+        grown = len(row.content)
+        while len(rows) > self._max_rows:
+            grown -= len(rows.pop(next(iter(rows))).content)
+        self._chars[conversation_key] += grown
+        self._total += grown
+        self._evict()
+
+    def drop(self, conversation_key: str, *, platform_id: str | None = None) -> None:
+        """Forget the conversation's rows (only those with ``platform_id``, when given)."""
+        rows = self._conversations.get(conversation_key)
+        if rows is None:
+            return
+        if platform_id is None:
+            self._set(conversation_key, None)
+        else:
+            kept = {i: row for i, row in rows.items() if row.message_id != platform_id}
+            self._set(conversation_key, kept)
+
+    def conversations(self) -> list[str]:
+        """The conversations with rows here."""
+        return list(self._conversations)
+
+    def drop_id(self, conversation_key: str, message_id: int) -> None:
+        rows = self._conversations.get(conversation_key)
+        if rows is not None and message_id in rows:
+            self._set(conversation_key, {i: r for i, r in rows.items() if i != message_id})
+
+    def clear(self) -> None:
+        self._conversations.clear()
+        self._chars.clear()
+        self._total = 0
+
+    def _set(self, conversation_key: str, rows: dict[int, StoredMessage] | None) -> None:
+        self._total -= self._chars.pop(conversation_key, 0)
+        self._conversations.pop(conversation_key, None)
+        if rows is None:
+            return
+        size = sum([len(row.content) for row in rows.values()])
+        self._conversations[conversation_key] = rows
+        self._chars[conversation_key] = size
+        self._total += size
+        self._evict()
+
+    def _evict(self) -> None:
+        while self._total > self._max_chars and self._conversations:
+            key, _ = self._conversations.popitem(last=False)
+            self._total -= self._chars.pop(key)
