@@ -20,6 +20,7 @@ from bot.store.sqlite import SqliteStore
 from tests.conftest import ConfigFactory
 from tests.support.fake_llm import FakeLLM
 from tests.test_cli import bot, write_config
+from tests.test_profiles import summary_with
 from tests.test_recall import last_prompt, recall_block
 
 TEAM = Conversation("slack", "T1", "C1")
@@ -157,13 +158,15 @@ def test_backup_export_import_and_reset_from_the_shell(tmp_path: Path, llm_threa
     assert "with the profiles of the people who wrote in it" in " ".join(helped.stdout.split())
 
 
-async def command(app: App, name: str, argument: str = "", who: str = "Ana", where=TEAM) -> Reply:
+async def command(
+    app: App, name: str, argument: str = "", who: str = "Ana", where: Conversation = TEAM
+) -> Reply:
     user_id = {"Ana": "U1", "Bo": "U2"}[who]
     return await run_command(app.engine, CommandCall(where, name, argument, user_id, who))
 
 
 async def say(
-    app: App, text: str, who: str = "Ana", where=TEAM, message_id: str | None = None
+    app: App, text: str, who: str = "Ana", where: Conversation = TEAM, message_id: str | None = None
 ) -> None:
     """A message to the channel; answered when it starts with @bot."""
     user_id = {"Ana": "U1", "Bo": "U2"}[who]
@@ -217,6 +220,32 @@ async def test_a_whole_bot_moves_with_its_profiles_forgets_marks_and_importance(
         assert weather is not None and not weather.important
         await say(there, "@bot where do I work?")
     assert "- I work from Berlin" in last_prompt(llm)[0]["content"]
+
+
+async def test_facts_someone_deleted_are_not_inferred_again_from_their_imported_messages(
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.responder = summary_with(
+        "Facts:\n- chat\nNarrative:\nchat.\nProfiles:\nPROFILE Ana: lives in Lyon\n"
+    )
+    memory = {"strategy": "summary", "summary_rebuild_every": 1}
+    async with open_app(make_config(memory=memory)) as app:
+        await say(app, "I live in Lyon")
+        for i in range(3):
+            await say(app, f"chat {i}", who="Bo")
+        await command(app, "summarize")
+        assert [f.text for f in await app.store.profile_facts(person=ANA)] == ["lives in Lyon"]
+        await command(app, "forget", "all")
+        exported = await app.store.export_records(channel_key=TEAM.channel_key)
+    moved = make_config(memory=memory, storage={"path": str(tmp_path / "moved.sqlite3")})
+    async with open_app(moved) as there:
+        await there.store.import_records(exported)
+        # Every compaction rebuilds from the raw messages, Ana's old one included: the model
+        # proposes the fact again, from a message older than her /forget; not stored.
+        for i in range(2):
+            await say(there, f"more chat {i}", who="Bo")
+        await command(there, "summarize")
+        assert await there.store.profile_facts(person=ANA) == []
 
 
 async def test_a_channel_carries_the_profiles_of_who_wrote_in_it_within_its_workspace(
