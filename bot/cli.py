@@ -63,11 +63,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     backup.add_argument("path", metavar="PATH", type=Path, help="where to write the copy")
     export = commands.add_parser(
-        "export", parents=[common], help="write messages, pins and summaries as JSON Lines"
+        "export",
+        parents=[common],
+        help="write messages, pins, summaries and profiles as JSON Lines",
+        description="Write the database, or one channel, as JSON Lines (bot import reads it).",
     )
-    export.add_argument("--channel", metavar="NAME|KEY", help="one channel (and its threads)")
+    export.add_argument(
+        "--channel",
+        metavar="NAME|KEY",
+        help="one channel (and its threads), with the profiles of the people who wrote in it"
+        " (profiles are per person per workspace: their facts from every channel of that"
+        " workspace, none from other workspaces)",
+    )
     export.add_argument("--output", "-o", metavar="FILE", type=Path, help="default: stdout")
-    imp = commands.add_parser("import", parents=[common], help="read back what export wrote")
+    imp = commands.add_parser(
+        "import",
+        parents=[common],
+        help="read back what export wrote",
+        description="Read back what bot export wrote, in one transaction: nothing is written"
+        " when a conversation, message, pin or summary is already there. Profile facts are"
+        " merged: one its person already has (the same text) is skipped.",
+    )
     imp.add_argument("file", metavar="FILE", nargs="?", type=Path, help="default: stdin")
     commands.add_parser(
         "health",
@@ -299,11 +315,13 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
                 records = parse_lines(source)
         else:
             records = parse_lines(sys.stdin)
-        count = await store.import_records(records)
+        imported = await store.import_records(records)
     except (ArchiveError, OSError) as exc:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"imported {count} records", file=sys.stderr)
+    known = imported.known_facts
+    skipped = f"; {known} profile fact(s) already kept, skipped" if known else ""
+    print(f"imported {imported.records} records{skipped}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -1,5 +1,7 @@
 """``bot backup``, ``bot export``, ``bot import`` and ``bot reset``: a channel round-trips
-exactly, and a backup taken while the bot runs is a consistent database."""
+exactly, profiles, 📌 marks and importance included, imported messages are found by recall,
+an export from before profiles still imports, and a backup taken while the bot runs is a
+consistent database."""
 
 from __future__ import annotations
 
@@ -9,17 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.models import Conversation, IncomingMessage
+from bot.app import App, open_app
+from bot.commands import run_command
+from bot.models import CommandCall, Conversation, IncomingMessage, Person, Reply
 from bot.store.archive import ArchiveError, dump_lines, parse_lines
 from bot.store.base import NewSummary
 from bot.store.sqlite import SqliteStore
+from tests.conftest import ConfigFactory
 from tests.support.fake_llm import FakeLLM
 from tests.test_cli import bot, write_config
+from tests.test_profiles import summary_with
+from tests.test_recall import last_prompt, recall_block
 
 TEAM = Conversation("slack", "T1", "C1")
 THREAD = Conversation("slack", "T1", "C1", "1700000000.000100")
 OTHER = Conversation("slack", "T1", "C2")
+ELSEWHERE = Conversation("slack", "T2", "C1")  # another workspace
+ANA = Person("slack", "T1", "U1")
 
 
 async def fill(app: App) -> None:
@@ -63,7 +71,8 @@ async def test_a_channel_round_trips_exactly_through_export_and_import(
     text = "".join(dump_lines(exported))
     fresh = await SqliteStore.open(str(tmp_path / "fresh.sqlite3"))
     try:
-        assert await fresh.import_records(parse_lines(text.splitlines())) == len(exported)
+        imported = await fresh.import_records(parse_lines(text.splitlines()))
+        assert imported.records == len(exported) and imported.known_facts == 0
         assert await fresh.export_records(channel_key=TEAM.channel_key) == exported
         assert await fresh.pins(channel_key=TEAM.channel_key) == await app.store.pins(
             channel_key=TEAM.channel_key
@@ -87,7 +96,7 @@ async def test_import_after_a_reset_restores_the_channel_and_refuses_duplicates(
         await app.store.reset(conversation=conversation, include_pins=True)
     # The conversations' rows stay (with their generation), so import only the rest.
     rows = [r for r in exported if r["type"] != "conversation"]
-    assert await app.store.import_records(rows) == len(rows)
+    assert (await app.store.import_records(rows)).records == len(rows)
     again = await app.store.export_records(channel_key=TEAM.channel_key)
     assert [r for r in again if r["type"] != "conversation"] == rows
 
@@ -122,13 +131,15 @@ async def test_a_backup_taken_while_the_bot_runs_is_consistent(app: App, tmp_pat
 
 def test_backup_export_import_and_reset_from_the_shell(tmp_path: Path, llm_thread: FakeLLM) -> None:
     config = str(write_config(tmp_path, llm_thread.url))
-    chat = bot("chat", "--config", config, "--channel", "team", stdin="hello\n/pin fact\n")
+    lines = "hello\n/pin fact\n/remember I like tea\n"
+    chat = bot("chat", "--config", config, "--channel", "team", stdin=lines)
     assert chat.returncode == 0, chat.stderr
     dump = tmp_path / "team.jsonl"
     export = bot("export", "--config", config, "--channel", "team", "-o", str(dump))
     assert export.returncode == 0, export.stderr
     records = [json.loads(line) for line in dump.read_text().splitlines()]
-    assert [r["type"] for r in records] == ["conversation", "message", "message", "pin"]
+    kinds = ["conversation", "message", "message", "pin", "profile_fact"]
+    assert [r["type"] for r in records] == kinds
     backup = bot("backup", "--config", config, str(tmp_path / "b.sqlite3"))
     assert backup.returncode == 0, backup.stderr
     reset = bot("reset", "--config", config, "--channel", "team", "--pins")
@@ -139,5 +150,236 @@ def test_backup_export_import_and_reset_from_the_shell(tmp_path: Path, llm_threa
     rest = "".join(line + "\n" for line in dump.read_text().splitlines()[1:])
     restored = bot("import", "--config", config, stdin=rest)
     assert restored.returncode == 0, restored.stderr
+    # /reset left the profile: its fact is already kept.
+    assert "imported 3 records; 1 profile fact(s) already kept, skipped" in restored.stderr
     again = bot("export", "--config", config, "--channel", "console:local:team")
     assert again.stdout.splitlines()[1:] == dump.read_text().splitlines()[1:]
+    helped = bot("export", "--help")
+    assert "with the profiles of the people who wrote in it" in " ".join(helped.stdout.split())
+
+
+async def command(
+    app: App, name: str, argument: str = "", who: str = "Ana", where: Conversation = TEAM
+) -> Reply:
+    user_id = {"Ana": "U1", "Bo": "U2"}[who]
+    return await run_command(app.engine, CommandCall(where, name, argument, user_id, who))
+
+
+async def say(
+    app: App, text: str, who: str = "Ana", where: Conversation = TEAM, message_id: str | None = None
+) -> None:
+    """A message to the channel; answered when it starts with @bot."""
+    user_id = {"Ana": "U1", "Bo": "U2"}[who]
+    addressed = text.startswith("@bot")
+    await app.engine.handle_message(
+        IncomingMessage(where, user_id, who, text, addressed=addressed, message_id=message_id)
+    )
+
+
+async def test_a_whole_bot_moves_with_its_profiles_forgets_marks_and_importance(
+    app: App, make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    await fill(app)
+    await say(app, "The budget is 4200 EUR", who="Bo", message_id="budget")
+    await say(app, "nice weather", who="Bo", message_id="weather")
+    assert await app.engine.mark_important(TEAM, "weather", True)
+    await command(app, "remember", "I work from Berlin")
+    await command(app, "remember", "call me Annie")
+    await command(app, "forget", "2")
+    await command(app, "remember", "vegetarian", who="Bo", where=ELSEWHERE)
+    profiles = [
+        (await command(app, "profile")).text,
+        (await command(app, "profile", who="Bo", where=ELSEWHERE)).text,
+    ]
+    exported = await app.store.export_records(channel_key=None)
+    assert [r["text"] for r in exported if r["type"] == "profile_fact"] == [
+        "I work from Berlin",
+        "vegetarian",
+    ]
+    assert [r["user_id"] for r in exported if r["type"] == "profile_forget"] == ["U1"]
+    moved = make_config(storage={"path": str(tmp_path / "moved.sqlite3")})
+    async with open_app(moved) as there:
+        text = "".join(dump_lines(exported))
+        imported = await there.store.import_records(parse_lines(text.splitlines()))
+        assert imported.records == len(exported)
+        assert await there.store.export_records(channel_key=None) == exported
+        assert [
+            (await command(there, "profile")).text,
+            (await command(there, "profile", who="Bo", where=ELSEWHERE)).text,
+        ] == profiles
+        assert await there.store.profile_forgot_at(person=ANA) == (
+            await app.store.profile_forgot_at(person=ANA)
+        )
+        budget = await there.store.find_message(conversation_key=TEAM.key, message_id="budget")
+        weather = await there.store.find_message(conversation_key=TEAM.key, message_id="weather")
+        assert budget is not None and budget.important  # scored
+        assert weather is not None and weather.important  # 📌 marked by hand
+        # The mark is the same count: removing the one 📌 there unmarks it.
+        assert await there.engine.mark_important(TEAM, "weather", False)
+        weather = await there.store.find_message(conversation_key=TEAM.key, message_id="weather")
+        assert weather is not None and not weather.important
+        await say(there, "@bot where do I work?")
+    assert "- I work from Berlin" in last_prompt(llm)[0]["content"]
+
+
+async def test_facts_someone_deleted_are_not_inferred_again_from_their_imported_messages(
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.responder = summary_with(
+        "Facts:\n- chat\nNarrative:\nchat.\nProfiles:\nPROFILE Ana: lives in Lyon\n"
+    )
+    memory = {"strategy": "summary", "summary_rebuild_every": 1}
+    async with open_app(make_config(memory=memory)) as app:
+        await say(app, "I live in Lyon")
+        for i in range(3):
+            await say(app, f"chat {i}", who="Bo")
+        await command(app, "summarize")
+        assert [f.text for f in await app.store.profile_facts(person=ANA)] == ["lives in Lyon"]
+        await command(app, "forget", "all")
+        exported = await app.store.export_records(channel_key=TEAM.channel_key)
+    moved = make_config(memory=memory, storage={"path": str(tmp_path / "moved.sqlite3")})
+    async with open_app(moved) as there:
+        await there.store.import_records(exported)
+        # Every compaction rebuilds from the raw messages, Ana's old one included: the model
+        # proposes the fact again, from a message older than her /forget; not stored.
+        for i in range(2):
+            await say(there, f"more chat {i}", who="Bo")
+        await command(there, "summarize")
+        assert await there.store.profile_facts(person=ANA) == []
+
+
+async def test_a_channel_carries_the_profiles_of_who_wrote_in_it_within_its_workspace(
+    app: App,
+) -> None:
+    await say(app, "hello from the thread", where=THREAD)  # Ana writes only in a thread of C1
+    await say(app, "hello from C2", who="Bo", where=OTHER)  # Bo never writes in C1
+    await command(app, "remember", "I work from Berlin", where=OTHER)  # same workspace
+    await command(app, "remember", "temporary", where=OTHER)
+    await command(app, "forget", "2", where=OTHER)
+    await command(app, "remember", "night shift there", where=ELSEWHERE)
+    await command(app, "forget", "all", where=ELSEWHERE)
+    await command(app, "remember", "likes tea", who="Bo", where=OTHER)
+    exported = await app.store.export_records(channel_key=TEAM.channel_key)
+    facts = [r for r in exported if r["type"] == "profile_fact"]
+    assert [(r["workspace"], r["user_id"], r["text"]) for r in facts] == [
+        ("T1", "U1", "I work from Berlin")
+    ]
+    forgets = [r for r in exported if r["type"] == "profile_forget"]
+    assert [(r["workspace"], r["user_id"]) for r in forgets] == [("T1", "U1")]
+
+
+async def test_importing_a_channel_into_a_bot_that_knows_the_person_merges_their_profile(
+    app: App, make_config: ConfigFactory, tmp_path: Path
+) -> None:
+    await say(app, "hi")
+    await command(app, "remember", "I work from Berlin")
+    await command(app, "remember", "vegetarian")
+    exported = await app.store.export_records(channel_key=TEAM.channel_key)
+    async with open_app(make_config(storage={"path": str(tmp_path / "b.sqlite3")})) as there:
+        await command(there, "remember", "likes tea", who="Bo", where=OTHER)  # takes #1
+        await command(there, "remember", "i work from berlin", where=OTHER)  # #2, same text
+        imported = await there.store.import_records(exported)
+        assert (imported.records, imported.known_facts) == (len(exported) - 1, 1)
+        listed = (await command(there, "profile")).text
+        assert "#2 (you set it): i work from berlin" in listed
+        assert "#3 (you set it): vegetarian" in listed  # its #2 was taken
+        assert listed.startswith("2 fact(s)")
+        # All or nothing still: a new fact goes only with the rest of the import.
+        new_fact = {**next(r for r in exported if r["type"] == "profile_fact"), "text": "new"}
+        with pytest.raises(ArchiveError, match="conversation slack:T1:C1 is already"):
+            await there.store.import_records([new_fact, *exported])
+        assert (await command(there, "profile")).text == listed
+
+
+async def test_recall_finds_an_early_fact_in_a_channel_moved_from_the_shell(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    memory = {"strategy": "full", "max_context_tokens": 600, "recall_tokens": 250}
+    config = str(write_config(tmp_path, llm_thread.url, memory=memory))
+    lines = ["/remember I work from Berlin", "the guest wifi password is tangerine-42"]
+    lines += [f"chatter {i}: lunch plans, the weather and the coffee machine" for i in range(30)]
+    chat = bot(
+        "chat",
+        "--config",
+        config,
+        "--channel",
+        "team",
+        "--user",
+        "Ana",
+        stdin="\n".join(lines) + "\n",
+    )
+    assert chat.returncode == 0, chat.stderr
+    dump = tmp_path / "team.jsonl"
+    export = bot("export", "--config", config, "--channel", "team", "-o", str(dump))
+    assert export.returncode == 0, export.stderr
+    (tmp_path / "moved").mkdir()
+    moved = str(write_config(tmp_path / "moved", llm_thread.url, memory=memory))
+    imported = bot("import", "--config", moved, str(dump))
+    assert imported.returncode == 0, imported.stderr
+    question = "what is the guest wifi password?\n"
+    asked = bot("chat", "--config", moved, "--channel", "team", "--user", "Ana", stdin=question)
+    assert asked.returncode == 0, asked.stderr
+    prompt = last_prompt(llm_thread)
+    assert "tangerine-42" not in "\n".join(m["content"] for m in prompt[2:])
+    assert "[Ana] the guest wifi password is tangerine-42" in recall_block(prompt)
+    assert "- I work from Berlin" in prompt[0]["content"]
+
+
+async def test_an_export_from_before_importance_imports_with_scored_messages(
+    tmp_path: Path,
+) -> None:
+    """Lines as an older version wrote them: no importance, marks or profiles."""
+    key = "console:local:team"
+    lines = [
+        {"type": "conversation", "key": key, "channel_key": key, "generation": 0,
+         "created_at": 1.0},
+        *(
+            {
+                "type": "message", "id": n, "conversation": key, "reply_to": reply_to,
+                "role": role, "author_id": author, "author_name": author, "content": content,
+                "tokens": 9, "platform_message_id": None, "created_at": 1.0 + n,
+            }
+            for n, reply_to, role, author, content in (
+                (1, None, "user", "ana", "The budget is 4200 EUR"),
+                (2, 1, "assistant", "bot", "Noted: 4200 EUR"),
+                (3, None, "user", "ana", "nice weather"),
+            )
+        ),
+    ]  # fmt: skip
+    store = await SqliteStore.open(str(tmp_path / "fresh.sqlite3"))
+    try:
+        records = parse_lines(json.dumps(line) for line in lines)
+        assert (await store.import_records(records)).records == 4
+        kept = await store.messages_between(conversation_key=key, first_id=1, through_id=3)
+        # As the bot scores what it stores: people's messages only.
+        assert [m.important for m in kept] == [True, False, False]
+        rows = [r for r in await store.export_records(channel_key=key) if r["type"] == "message"]
+        assert [(r["importance"] > 0, r["marks"]) for r in rows] == [
+            (True, 0),
+            (False, 0),
+            (False, 0),
+        ]
+    finally:
+        await store.close()
+
+
+async def test_bad_profile_records_are_refused_with_the_reason_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    fact = {
+        "type": "profile_fact", "id": 1, "platform": "slack", "workspace": "T1",
+        "user_id": "U1", "text": "I work from Berlin", "tokens": 4, "source": "rumour",
+        "created_at": 1.0,
+    }  # fmt: skip
+    with pytest.raises(ArchiveError, match="line 1: profile_fact lacks text"):
+        parse_lines([json.dumps({k: v for k, v in fact.items() if k != "text"})])
+    with pytest.raises(ArchiveError, match="line 1: profile_fact's text is not text"):
+        parse_lines([json.dumps({**fact, "text": 7})])
+    store = await SqliteStore.open(str(tmp_path / "fresh.sqlite3"))
+    try:
+        good = {**fact, "id": 2, "text": "I drink tea", "source": "user"}
+        with pytest.raises(ArchiveError, match="profile_fact 1: CHECK constraint failed"):
+            await store.import_records(parse_lines([json.dumps(good), json.dumps(fact)]))
+        assert await store.profile_facts(person=ANA) == []
+    finally:
+        await store.close()

@@ -2,9 +2,21 @@
 ``bot import``).
 
 An export is one JSON object a line, each with a ``type``: ``conversation``, ``message``,
-``pin`` or ``summary``, and the row's columns by name. Ids are kept, so that turns
-(``reply_to``), summaries' ranges and pin numbers mean the same after an import: a round trip
-is exact.
+``pin``, ``summary``, ``profile_fact`` or ``profile_forget``, and the row's columns by name.
+Ids are kept, so that turns (``reply_to``), summaries' ranges and pin numbers mean the same
+after an import: a round trip is exact.
+
+Profiles belong to a person in a workspace, not to a channel: a channel's export carries the
+profiles (facts, and when each person last used ``/forget``) of the people who wrote in it,
+in its workspace. On import, a fact its person's profile already holds (the same text, as
+``/remember`` compares) is skipped rather than refused, a fact whose id is taken gets a new
+one, and the later of two ``/forget`` times is kept; every other record must be new.
+
+A message from an export older than importance (no ``importance`` or ``marks``) is scored as
+the bot scores a message it stores, with no 📌 marks. Embedding vectors are not exported:
+with search by meaning on, ``bot run`` embeds the messages that lack one; recall's keyword
+index is written as they are inserted (or when the bot next opens the database with recall
+on).
 """
 
 from __future__ import annotations
@@ -13,10 +25,14 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
+
+from bot.importance import score
+from bot.models import Conversation
 
 # Table, record type, columns.
 _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
@@ -27,7 +43,7 @@ _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
             "messages",
             "message",
             "id conversation reply_to role author_id author_name content tokens"
-            " platform_message_id created_at",
+            " platform_message_id created_at importance marks",
         ),
         ("pins", "pin", "id channel_key text tokens author_id author_name created_at"),
         (
@@ -36,20 +52,46 @@ _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
             "id conversation content tokens covers_through_turn message_count first_message_id"
             " last_message_id compactions rebuilt model created_at",
         ),
+        (
+            "profile_facts",
+            "profile_fact",
+            "id platform workspace user_id text tokens source created_at",
+        ),
+        ("profile_forgets", "profile_forget", "platform workspace user_id forgot_at"),
     )
 )
 _BY_TYPE = {kind: (table, columns) for table, kind, columns in _TABLES}
-# Which rows belong to a channel: the channel's own conversation, its threads, its pins.
+# Columns an older export may lack (it was written before they existed).
+_OPTIONAL = {"message": ("importance", "marks")}
+_CHANNEL_MESSAGES = "conversation IN (SELECT key FROM conversations WHERE channel_key = :channel)"
+# The people whose profiles go with a channel: who wrote in it, in its workspace.
+_CHANNEL_PEOPLE = (
+    "platform = :platform AND workspace = :workspace AND user_id IN"
+    " (SELECT author_id FROM messages WHERE role = 'user' AND conversation IN"
+    " (SELECT key FROM conversations WHERE channel_key = :channel))"
+)
+# Which rows belong to a channel: the channel's own conversation, its threads, its pins, the
+# profiles of its people.
 _CHANNEL_FILTER = {
     "conversations": "channel_key = :channel",
-    "messages": "conversation IN (SELECT key FROM conversations WHERE channel_key = :channel)",
+    "messages": _CHANNEL_MESSAGES,
     "pins": "channel_key = :channel",
-    "summaries": "conversation IN (SELECT key FROM conversations WHERE channel_key = :channel)",
+    "summaries": _CHANNEL_MESSAGES,
+    "profile_facts": _CHANNEL_PEOPLE,
+    "profile_forgets": _CHANNEL_PEOPLE,
 }
 
 
 class ArchiveError(Exception):
     """An export cannot be read or imported; the message says why."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    records: int
+    """Records written."""
+    known_facts: int
+    """Profile facts skipped: their person's profile already held the same text."""
 
 
 async def backup(db: aiosqlite.Connection, target: Path) -> None:
@@ -70,7 +112,13 @@ async def backup(db: aiosqlite.Connection, target: Path) -> None:
 async def export_records(
     db: aiosqlite.Connection, *, channel_key: str | None
 ) -> list[dict[str, Any]]:
-    """Every row of one channel (its conversation and threads), or of the whole database."""
+    """Every row of one channel (its conversation and threads, and the profiles of the people
+    who wrote in it), or of the whole database."""
+    params: dict[str, str] = {}
+    if channel_key:
+        channel = Conversation.from_key(channel_key)
+        params = {"channel": channel_key, "platform": channel.platform}
+        params["workspace"] = channel.workspace
     records: list[dict[str, Any]] = []
     await db.execute("BEGIN")  # one snapshot for every table
     try:
@@ -78,7 +126,7 @@ async def export_records(
             where = f" WHERE {_CHANNEL_FILTER[table]}" if channel_key else ""
             rows = await db.execute_fetchall(
                 f"SELECT {', '.join(columns)} FROM {table}{where} ORDER BY rowid",  # noqa: S608
-                {"channel": channel_key} if channel_key else {},
+                params,
             )
             records.extend({"type": kind, **dict(zip(columns, row, strict=True))} for row in rows)
     finally:
@@ -102,35 +150,99 @@ def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             raise ArchiveError(f"line {number}: not JSON: {exc.msg}") from None
         if not isinstance(record, dict) or record.get("type") not in _BY_TYPE:
             raise ArchiveError(f"line {number}: not an export record (no known 'type')")
-        _, columns = _BY_TYPE[record["type"]]
-        missing = [column for column in columns if column not in record]
+        kind = record["type"]
+        _, columns = _BY_TYPE[kind]
+        optional = _OPTIONAL.get(kind, ())
+        missing = [c for c in columns if c not in record and c not in optional]
         if missing:
-            raise ArchiveError(f"line {number}: {record['type']} lacks {', '.join(missing)}")
+            raise ArchiveError(f"line {number}: {kind} lacks {', '.join(missing)}")
+        if kind == "profile_fact" and not isinstance(record["text"], str):
+            raise ArchiveError(f"line {number}: profile_fact's text is not text")
         records.append(record)
     return records
 
 
-async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> int:
+def _values(record: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
+    """The record's columns; a message without importance is scored as the bot scores a
+    message it stores (people's messages only), and has no 📌 marks."""
+    values = dict(record)
+    if record["type"] == "message":
+        if "importance" not in values:
+            content = values["content"]
+            user = values["role"] == "user" and isinstance(content, str)
+            values["importance"] = score(content) if user else 0
+        values.setdefault("marks", 0)
+    return [values[column] for column in columns]
+
+
+async def _insert(db: aiosqlite.Connection, record: dict[str, Any], *, keep_id: bool) -> None:
+    table, columns = _BY_TYPE[record["type"]]
+    if not keep_id:
+        columns = tuple(column for column in columns if column != "id")
+    try:
+        await db.execute(
+            f"INSERT INTO {table} ({', '.join(columns)})"  # noqa: S608 (constant names)
+            f" VALUES ({', '.join('?' for _ in columns)})",
+            _values(record, columns),
+        )
+    except (sqlite3.IntegrityError, sqlite3.ProgrammingError) as exc:
+        ident = record.get("id", record.get("key"))
+        if "UNIQUE" in str(exc):
+            raise ArchiveError(
+                f"{record['type']} {ident} is already in the database; nothing imported"
+                " (reset that channel first, or import into another database)"
+            ) from None
+        raise ArchiveError(f"{record['type']} {ident}: {exc}; nothing imported") from None
+
+
+async def _import_fact(db: aiosqlite.Connection, record: dict[str, Any]) -> bool:
+    """A profile fact, unless its person's profile holds the same text (compared as
+    ``/remember`` does); under a new id when its own is another fact's."""
+    person = (record["platform"], record["workspace"], record["user_id"])
+    kept = await db.execute_fetchall(
+        "SELECT text FROM profile_facts WHERE platform = ? AND workspace = ? AND user_id = ?",
+        person,
+    )
+    text = record["text"].casefold()
+    if any(str(row[0]).casefold() == text for row in kept):
+        return False
+    taken = await db.execute_fetchall("SELECT 1 FROM profile_facts WHERE id = ?", (record["id"],))
+    await _insert(db, record, keep_id=not taken)
+    return True
+
+
+async def _import_forget(db: aiosqlite.Connection, record: dict[str, Any]) -> None:
+    """When the person last used ``/forget``: the later of the two times."""
+    try:
+        await db.execute(
+            "INSERT INTO profile_forgets (platform, workspace, user_id, forgot_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (platform, workspace, user_id)"
+            " DO UPDATE SET forgot_at = MAX(forgot_at, excluded.forgot_at)",
+            _values(record, _BY_TYPE["profile_forget"][1]),
+        )
+    except (sqlite3.IntegrityError, sqlite3.ProgrammingError) as exc:
+        raise ArchiveError(f"profile_forget {record['user_id']}: {exc}; nothing imported") from None
+
+
+async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> Imported:
     """Insert the records in one transaction, ids kept; nothing is written when any of them
-    is already there (import into a database without that channel, e.g. after a reset)."""
+    is already there (import into a database without that channel, e.g. after a reset),
+    except profiles, which are merged (the module's docstring says how)."""
+    written = known = 0
     await db.execute("BEGIN IMMEDIATE")
     try:
         for record in records:
-            table, columns = _BY_TYPE[record["type"]]
-            try:
-                await db.execute(
-                    f"INSERT INTO {table} ({', '.join(columns)})"  # noqa: S608 (constant names)
-                    f" VALUES ({', '.join('?' for _ in columns)})",
-                    [record[column] for column in columns],
-                )
-            except sqlite3.IntegrityError:
-                ident = record.get("id", record.get("key"))
-                raise ArchiveError(
-                    f"{record['type']} {ident} is already in the database; nothing imported"
-                    " (reset that channel first, or import into another database)"
-                ) from None
+            if record["type"] == "profile_fact":
+                if not await _import_fact(db, record):
+                    known += 1
+                    continue
+            elif record["type"] == "profile_forget":
+                await _import_forget(db, record)
+            else:
+                await _insert(db, record, keep_id=True)
+            written += 1
     except BaseException:
         await db.execute("ROLLBACK")
         raise
     await db.execute("COMMIT")
-    return len(records)
+    return Imported(written, known)

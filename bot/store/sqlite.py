@@ -965,16 +965,17 @@ class SqliteStore:
             await archive.backup(self._db, target)
 
     async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
-        """One channel's conversations, messages, pins and summaries (all, when None)."""
+        """One channel's conversations, messages, pins and summaries, and its people's
+        profiles (all, when None)."""
         async with self._write_lock:
             return await archive.export_records(self._db, channel_key=channel_key)
 
-    async def import_records(self, records: list[dict[str, Any]]) -> int:
+    async def import_records(self, records: list[dict[str, Any]]) -> archive.Imported:
         async with self._write_lock:
-            count = await archive.import_records(self._db, records)
+            imported = await archive.import_records(self._db, records)
         self._known.clear()
         self._rows.clear()
-        return count
+        return imported
 
     async def ping(self) -> bool:
         """Whether the database answers a query."""
