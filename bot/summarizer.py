@@ -363,6 +363,7 @@ class Summarizer:
         for row in important:
             if not covered(row.content, text):
                 missing.append("- " + _line(row, self._memory.summary_max_input_tokens))
+        left_out = 0
         for line in dict.fromkeys(missing):
             if line in text:
                 continue
@@ -373,7 +374,15 @@ class Summarizer:
                     text = grown
                     break
             else:
-                log.warning("an important message did not fit in the summary's cap")
+                left_out += 1
+        if left_out:
+            # One line per summary, however many: a channel full of numbers and dates has
+            # more "important" messages than any summary can hold verbatim.
+            log.warning(
+                "%d important message(s) did not fit verbatim in the summary's cap; they stay"
+                " stored, and recall can still find them",
+                left_out,
+            )
         return text
 
 

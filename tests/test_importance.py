@@ -4,6 +4,7 @@ Real SQLite, the real openai SDK, the local model server."""
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
@@ -186,3 +187,26 @@ async def test_nothing_is_appended_when_the_summary_kept_the_facts(
         summary = await app.store.latest_summary(conversation_key=GENERAL.key)
     assert summary is not None and "FACT remember the budget is 4200" in summary.content
     assert KEPT_HEADING not in summary.content
+
+
+async def test_a_summary_too_small_for_every_important_message_says_so_once(
+    make_config: ConfigFactory, llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm.responder = forgetful
+    config = make_config(
+        memory={"strategy": "summary", "max_context_tokens": 400, "summary_rebuild_every": 0}
+    )
+    with caplog.at_level("WARNING", logger="bot.summarizer"):
+        async with open_app(config) as app:
+            for i in range(12):
+                await app.engine.handle_message(
+                    said(f"invoice {4100 + i} is due on 2026-0{1 + i % 9}-1{i % 10}, {900 + i}")
+                )
+            summary = await app.store.latest_summary(conversation_key=GENERAL.key)
+    with sqlite3.connect(config.storage.path) as db:
+        made = db.execute("SELECT COUNT(*) FROM summaries").fetchone()[0]
+    assert summary is not None and KEPT_HEADING in summary.content  # as many as fit
+    warnings = [r.getMessage() for r in caplog.records if "did not fit" in r.getMessage()]
+    assert 1 <= len(warnings) <= made  # one line per summary, not one per message
+    assert sum(int(w.split(" ", 1)[0]) for w in warnings) > len(warnings)
+    assert all("recall can still find them" in w for w in warnings)
