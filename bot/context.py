@@ -21,6 +21,7 @@ than every recalled message: what recall shows stays older than the whole window
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -114,9 +115,10 @@ class _Fit:
     """Important turns from before ``boundary`` given a place."""
     next_cost: int | None = None
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
-    ids: tuple[int, ...] = ()
-    """The messages of the kept turns, oldest first (of a fit before important turns were
-    given a place)."""
+    members: tuple[tuple[int, int], ...] = ()
+    """``(id, turn)`` of the kept turns' messages, oldest first."""
+    important: frozenset[int] = frozenset()
+    """The kept turns that hold an important message."""
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -178,6 +180,9 @@ class Assembler:
         """Per conversation, the first message id of the last prompt's recent turns."""
         self._whole: set[str] = set()
         """Conversations whose last prompt held every message (no summary, nothing left out)."""
+        self._rows_read: dict[str, int] = {}
+        """Per conversation, how many index rows the last fit read: the next one reads about
+        as many, in one batch rather than several."""
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self.system_tokens = self._count(system_prompt)
@@ -307,10 +312,8 @@ class Assembler:
                 current_id=current_id,
                 hold=hold,
             )
-            read_fit: _Fit | None = None
             if found and self._recaller is not None:
-                rows, read_fit = await self._rows(conversation_key, fit), fit
-                start = rows[0].id if rows else through_id + 1
+                start = fit.members[0][0] if fit.members else through_id + 1
                 self._remember_start(conversation_key, start)
                 left = budget - fixed - fit.tokens
                 older = [m for m in found if m.id < start]
@@ -330,21 +333,16 @@ class Assembler:
                         stop_turns=frozenset(m.turn_id for m in recalled.messages),
                     )
             if fit.left_out and fit.boundary is not None:
-                if fit is not read_fit:
-                    rows, read_fit = await self._rows(conversation_key, fit), fit
-                fit, rows = await self._promote_important(
+                fit = await self._promote_important(
                     conversation_key=conversation_key,
                     through_id=through_id,
                     after_turn=after_turn,
                     available=budget - fixed - recalled.tokens,
                     current_id=current_id,
                     fit=fit,
-                    rows=rows,
                     after=max((m.turn_id for m in recalled.messages), default=0),
                 )
-                read_fit = fit
-            if fit is not read_fit:
-                rows = await self._rows(conversation_key, fit)
+            rows = await self._rows(conversation_key, fit)
             recent, left_out = fit.tokens, fit.left_out
             if self._recaller is not None:
                 self._remember_whole(conversation_key, after_turn == 0 and not left_out)
@@ -378,12 +376,12 @@ class Assembler:
         )
 
     async def _rows(self, conversation_key: str, fit: _Fit) -> Sequence[StoredMessage]:
-        """The kept turns' messages in order (of a fit before important turns were given a
-        place: :meth:`_promote_important` reads theirs); the store has most of them in memory
-        from the previous prompt."""
-        if not fit.ids:
+        """The kept turns' messages in order, read once the turns are chosen; the store has
+        most of them in memory from the previous prompt."""
+        if not fit.members:
             return []
-        return await self._store.window_messages(conversation_key=conversation_key, ids=fit.ids)
+        ids = [message_id for message_id, _ in fit.members]
+        return await self._store.window_messages(conversation_key=conversation_key, ids=ids)
 
     def _remember_whole(self, conversation_key: str, whole: bool) -> None:
         if not whole:
@@ -450,15 +448,22 @@ class Assembler:
         kept: set[int] = set()
         costs_of: dict[int, int] = {}
         pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
-        read: list[tuple[int, int, int]] = []  # (id, turn, tokens), newest first
+        read: list[tuple[int, int, int, int]] = []  # (id, turn, tokens, important), newest first
         remaining = available
         upper = through_id
         skipped = False
-        batch = _FIRST_BATCH
+        batch = max(_FIRST_BATCH, min(self._rows_read.get(conversation_key, 0) + 8, _MAX_BATCH))
 
         def done(fit: _Fit) -> _Fit:
-            ids = tuple(row[0] for row in reversed(read) if row[1] in kept)
-            return replace(fit, ids=ids)
+            members = tuple((row[0], row[1]) for row in reversed(read) if row[1] in kept)
+            if len(self._rows_read) >= _WINDOW_STARTS and conversation_key not in self._rows_read:
+                self._rows_read.clear()
+            # The rows down to the oldest kept message, not the whole last batch: the next
+            # fit needs about as many (the batch adds a few for the turn that did not fit).
+            oldest = members[0][0] if members else 0
+            self._rows_read[conversation_key] = sum(1 for row in read if row[0] >= oldest)
+            important = frozenset(row[1] for row in read if row[3] and row[1] in kept)
+            return replace(fit, members=members, important=important)
 
         while True:
             costs = await self._store.message_costs(
@@ -468,7 +473,7 @@ class Assembler:
                 limit=batch,
             )
             read.extend(costs)
-            for _, turn_id, tokens in costs:
+            for _, turn_id, tokens, _ in costs:
                 pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
             exhausted = len(costs) < batch
             batch = min(batch * 2, _MAX_BATCH)
@@ -515,38 +520,38 @@ class Assembler:
         available: int,
         current_id: int | None,
         fit: _Fit,
-        rows: Sequence[StoredMessage],
         after: int = 0,
-    ) -> tuple[_Fit, Sequence[StoredMessage]]:
+    ) -> _Fit:
         """Give important turns left out (newer than turn ``after``) a place, in exchange for
         the oldest unimportant kept turns outside the newest ``keep_recent_turns`` (and the
-        current one); then put back what still fits of what was exchanged. ``rows`` are the
-        kept turns' messages; returns the new fit and its messages, oldest first."""
+        current one); then put back what still fits of what was exchanged. Decided from the
+        messages' costs alone; returns the new fit."""
         assert fit.boundary is not None
-        older: dict[int, list[StoredMessage]] = {}
-        for row in await self._store.important_turn_messages(
+        older: dict[int, list[int]] = {}  # turn -> its message ids
+        costs = dict(fit.costs)
+        for message_id, turn_id, tokens in await self._store.important_turn_costs(
             conversation_key=conversation_key,
             through_id=through_id,
             after_turn=max(after_turn, after),
             through_turn=fit.boundary,
             turns=IMPORTANT_LOOKBACK,
         ):
-            older.setdefault(row.turn_id, []).append(row)
-        candidates = sorted((t for t in older if t not in fit.turns), reverse=True)
+            if turn_id in fit.turns:
+                continue
+            older.setdefault(turn_id, []).append(message_id)
+            costs[turn_id] = costs.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
+        candidates = sorted(older, reverse=True)
         if not candidates:
-            return fit, rows
+            return fit
         newest_first = sorted(fit.turns, reverse=True)
         protected = set(newest_first[: self._memory.keep_recent_turns])
         if current_id is not None:
             protected.add(current_id)
-        keep = protected | {row.turn_id for row in rows if row.important}
+        keep = protected | fit.important
         evictable = [t for t in reversed(newest_first) if t not in keep]
         max_turns = self._max_turns()
         if not evictable and (max_turns is not None and len(fit.turns) >= max_turns):
-            return fit, rows
-        costs = dict(fit.costs)
-        for turn_id in candidates:
-            costs[turn_id] = sum(m.tokens + MESSAGE_OVERHEAD for m in older[turn_id])
+            return fit
         kept, remaining = set(fit.turns), available - fit.tokens
         promoted: set[int] = set()
         evicted: list[int] = []
@@ -578,15 +583,18 @@ class Assembler:
             kept.add(turn_id)
             remaining -= costs[turn_id]
         if not promoted:
-            return fit, rows
-        shown = [row for row in rows if row.turn_id in kept]
-        shown += [row for turn_id in promoted for row in older[turn_id]]
-        promoted_fit = _Fit(
+            return fit
+        # The kept turns' messages with the promoted ones', in id order (a promoted turn's
+        # late reply may come after a kept turn's messages).
+        shown = [member for member in fit.members if member[1] in kept]
+        extra = sorted((i, turn_id) for turn_id in promoted for i in older[turn_id])
+        return _Fit(
             kept,
             available - remaining,
             True,
             {t: costs[t] for t in kept},
             fit.boundary,
             frozenset(promoted),
+            members=tuple(heapq.merge(shown, extra)),
+            important=(fit.important & kept) | frozenset(promoted),
         )
-        return promoted_fit, sorted(shown, key=lambda row: row.id)

@@ -96,7 +96,7 @@ class Store(Protocol):
         (a thread's copy of its root too); False when no conversation there has it."""
         ...
 
-    async def important_turn_messages(
+    async def important_turn_costs(
         self,
         *,
         conversation_key: str,
@@ -104,10 +104,10 @@ class Store(Protocol):
         after_turn: int,
         through_turn: int,
         turns: int,
-    ) -> Sequence[StoredMessage]:
-        """The messages (id ``<= through_id``) of the newest ``turns`` turns after
-        ``after_turn`` through ``through_turn`` that hold an important message (among the
-        newest ``4 * turns`` such messages), oldest first."""
+    ) -> Sequence[tuple[int, int, int]]:
+        """``(id, turn id, tokens)`` of the messages (id ``<= through_id``) of the newest
+        ``turns`` turns after ``after_turn`` through ``through_turn`` that hold an important
+        message, oldest first."""
         ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
@@ -128,8 +128,9 @@ class Store(Protocol):
 
     async def message_costs(
         self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
-    ) -> Sequence[tuple[int, int, int]]:
-        """``(id, turn id, tokens)`` of the messages ``recent_messages`` would return."""
+    ) -> Sequence[tuple[int, int, int, int]]:
+        """``(id, turn id, tokens, important)`` of the messages ``recent_messages`` would
+        return, newest first; ``important`` is 1 for a message scored important or marked."""
         ...
 
     async def messages_between(

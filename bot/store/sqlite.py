@@ -196,6 +196,17 @@ _MIGRATIONS: tuple[str, ...] = (
             WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
     END;
     """,
+    # 6: the index a prompt's turns are chosen from says which messages are important, so
+    # that important turns are known without reading their rows; important messages are
+    # found by turn, newest first, rather than by id.
+    """
+    DROP INDEX messages_by_conversation;
+    CREATE INDEX messages_by_conversation
+        ON messages (conversation, id, reply_to, tokens, importance, marks);
+    DROP INDEX messages_important;
+    CREATE INDEX messages_important_by_turn ON messages (conversation, COALESCE(reply_to, id))
+        WHERE importance > 0 OR marks > 0;
+    """,
 )
 
 _INDEX_ON_INSERT = """
@@ -473,7 +484,7 @@ class SqliteStore:
                 self._rows.drop(key, platform_id=message_id)
         return changed > 0
 
-    async def important_turn_messages(
+    async def important_turn_costs(
         self,
         *,
         conversation_key: str,
@@ -481,29 +492,30 @@ class SqliteStore:
         after_turn: int,
         through_turn: int,
         turns: int,
-    ) -> Sequence[StoredMessage]:
-        # The newest important rows, through the partial index that holds only those (no
-        # small talk is read), give the turns; their messages come by the turn index.
+    ) -> Sequence[tuple[int, int, int]]:
+        # The newest important turns, through the partial index that holds only important
+        # messages (no small talk is read); their messages' costs come from the covering turn
+        # index: no message text is read.
         rows = await self._db.execute_fetchall(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            "SELECT id, COALESCE(reply_to, id), tokens FROM messages"
             " INDEXED BY messages_by_turn"
             " WHERE conversation = :conversation AND id <= :through"
-            " AND COALESCE(reply_to, id) IN (SELECT DISTINCT turn FROM ("
-            "  SELECT COALESCE(reply_to, id) AS turn FROM messages INDEXED BY messages_important"
-            "  WHERE conversation = :conversation AND id > :after AND id <= :through"
-            "  AND (importance > 0 OR marks > 0)"
-            "  AND COALESCE(reply_to, id) > :after AND COALESCE(reply_to, id) <= :through_turn"
-            "  ORDER BY id DESC LIMIT :rows) ORDER BY turn DESC LIMIT :turns)",
+            " AND COALESCE(reply_to, id) IN ("
+            "  SELECT DISTINCT COALESCE(reply_to, id) AS turn FROM messages"
+            "  INDEXED BY messages_important_by_turn"
+            "  WHERE conversation = :conversation AND (importance > 0 OR marks > 0)"
+            "  AND turn > :after AND turn <= :through_turn AND id <= :through"
+            "  ORDER BY turn DESC LIMIT :turns)"
+            " ORDER BY id",
             {
                 "conversation": conversation_key,
                 "through": through_id,
                 "after": after_turn,
                 "through_turn": through_turn,
-                "rows": 4 * turns,
                 "turns": turns,
             },
         )
-        return sorted((_message(row) for row in rows), key=lambda m: m.id)
+        return rows  # type: ignore[return-value]
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
@@ -546,10 +558,11 @@ class SqliteStore:
 
     async def message_costs(
         self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
-    ) -> Sequence[tuple[int, int, int]]:
+    ) -> Sequence[tuple[int, int, int, int]]:
         # Answered from the covering index alone: no message text is read.
         rows = await self._db.execute_fetchall(
-            "SELECT id, COALESCE(reply_to, id), tokens FROM messages"
+            "SELECT id, COALESCE(reply_to, id), tokens, importance > 0 OR marks > 0"
+            " FROM messages"
             " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
             " ORDER BY id DESC LIMIT ?",
             (conversation_key, after_turn, through_id, after_turn, limit),
