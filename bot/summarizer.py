@@ -376,9 +376,9 @@ class Summarizer:
             else:
                 left_out += 1
         if left_out:
-            # One line per summary, however many: a channel full of numbers and dates has
-            # more "important" messages than any summary can hold verbatim.
-            log.warning(
+            # One line per summary, however many, and not a warning: a channel full of numbers
+            # and dates routinely has more "important" messages than a summary holds verbatim.
+            log.info(
                 "%d important message(s) did not fit verbatim in the summary's cap; they stay"
                 " stored, and recall can still find them",
                 left_out,

@@ -189,14 +189,14 @@ async def test_nothing_is_appended_when_the_summary_kept_the_facts(
     assert KEPT_HEADING not in summary.content
 
 
-async def test_a_summary_too_small_for_every_important_message_says_so_once(
+async def test_a_summary_too_small_for_every_important_message_says_so_once_per_summary(
     make_config: ConfigFactory, llm: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     llm.responder = forgetful
     config = make_config(
         memory={"strategy": "summary", "max_context_tokens": 400, "summary_rebuild_every": 0}
     )
-    with caplog.at_level("WARNING", logger="bot.summarizer"):
+    with caplog.at_level("INFO", logger="bot.summarizer"):
         async with open_app(config) as app:
             for i in range(12):
                 await app.engine.handle_message(
