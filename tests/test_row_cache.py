@@ -114,17 +114,20 @@ def row(message_id: int, text: str) -> StoredMessage:
 
 
 def test_memory_follows_the_last_prompt_and_is_bounded() -> None:
-    cache = RowCache(max_chars=100)
-    cache.keep("c", [row(i, "x" * 20) for i in range(1, 4)])  # 20 characters each
-    cache.add("c", row(4, "x" * 20))
-    cache.keep("c", [row(3, "x" * 20)])  # the next prompt holds only 3 (and 4 came after it)
-    assert [r is not None for r in cache.get_many("c", [1, 2, 3, 4])] == [False, False, True, True]
-    assert cache.chars == 40
-    assert cache.get_many("other", [3]) == [None]  # never another conversation's row
-    cache.keep("d", [row(10, "y" * 50)])
-    cache.keep("e", [row(20, "z" * 20)])  # 40 + 50 + 20 > 100: "c", used least recently, goes
-    assert cache.get_many("c", [3]) == [None]
-    assert cache.chars == 70
+    cache = RowCache(max_chars=1_000)
+    cache.keep("c", [row(i, "x" * 10) for i in range(1, 41)])  # 10 characters each
+    cache.add("c", row(101, "x" * 10))
+    cache.keep("c", [row(100, "x" * 10)])  # 101 came after it; 1-40 are older
+    held = [r.id for r in cache.get_many("c", range(1, 102)) if r is not None]
+    assert held == [*range(25, 41), 100, 101]  # the newest 16 older rows stay, no more
+    assert cache.chars == 180
+    assert cache.get_many("other", [100]) == [None]  # never another conversation's row
+    cache.keep("d", [row(200, "y" * 500)])
+    cache.keep(
+        "e", [row(300, "z" * 400)]
+    )  # 180 + 500 + 400 > 1,000: "c", used least recently, goes
+    assert cache.get_many("c", [100]) == [None]
+    assert cache.chars == 900
 
 
 async def test_a_pushpin_after_a_message_was_in_a_prompt_reaches_the_next_prompts_rows(

@@ -4,8 +4,8 @@ Consecutive prompts of a conversation share almost all their recent turns: with 
 the next prompt reads from the database only the rows it has not seen (usually none: a new
 message enters the cache as it is stored). The database stays the truth for which messages
 a prompt holds and what they cost; the cache only spares reading their text again. What it
-holds per conversation is the last prompt's rows and the messages stored since, so memory
-follows the active conversations' windows, not their histories.
+holds per conversation is about the last prompt's rows (and the messages stored since), so
+memory follows the active conversations' windows, not their histories.
 
 Correctness rests on three facts. Message ids are never reused (``AUTOINCREMENT``; an import
 keeps its ids but only goes into a database without that conversation), so a row deleted by
@@ -52,11 +52,23 @@ class RowCache:
         return [rows.get(message_id) for message_id in ids]
 
     def keep(self, conversation_key: str, window: Sequence[StoredMessage]) -> None:
-        """Hold ``window`` (a prompt's rows, oldest first) and the messages stored after it."""
+        """Hold ``window`` (a prompt's rows, oldest first), the rows held before that are
+        newer than its start (stored since, or left out of this window only), and a few just
+        older than it: which turns a window holds moves back and forth from prompt to prompt
+        (recall's share changes with each question, important turns take turns' places)."""
         old = self._conversations.get(conversation_key, {})
-        newest = window[-1].id if window else 0
+        if not window:
+            self._set(conversation_key, dict(old))
+            return
+        oldest = window[0].id
         rows = {row.id: row for row in window}
-        rows.update((i, row) for i, row in old.items() if i > newest)
+        before = []
+        for i, row in old.items():
+            if i >= oldest:
+                rows.setdefault(i, row)  # newer, or left out of this window only
+            else:
+                before.append(i)
+        rows.update((i, old[i]) for i in sorted(before)[-(len(window) // 2 + 16) :])
         self._set(conversation_key, rows)
 
     def add(self, conversation_key: str, row: StoredMessage) -> None:
