@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 from bot.app import App, open_app
+from bot.context import Prompt
 from bot.models import Conversation, IncomingMessage, Role, StoredMessage
 from bot.store.rowcache import RowCache
 from bot.store.sqlite import SqliteStore
@@ -28,14 +29,19 @@ def last_prompt(llm: FakeLLM) -> list[str]:
     return [message["content"] for message in bodies[-1]["messages"][1:]]
 
 
-async def prompt_through(app: App, through_id: int) -> list[str]:
-    prompt = await app.engine.assembler.build(
+async def build_through(app: App, through_id: int) -> Prompt:
+    """The prompt that answering message ``through_id`` builds."""
+    return await app.engine.assembler.build(
         conversation_key=GENERAL.key,
         channel_key=GENERAL.channel_key,
         through_id=through_id,
         current_id=through_id,
         budget=app.engine.budget(),
     )
+
+
+async def prompt_through(app: App, through_id: int) -> list[str]:
+    prompt = await build_through(app, through_id)
     return [message["content"] for message in prompt.messages]
 
 
@@ -135,20 +141,8 @@ async def test_a_pushpin_after_a_message_was_in_a_prompt_reaches_the_next_prompt
 ) -> None:
     await app.engine.handle_message(said("Ana owns billing", message_id="m1"))
     last = await app.engine.record(said("ok"))
-    before = await app.engine.assembler.build(
-        conversation_key=GENERAL.key,
-        channel_key=GENERAL.channel_key,
-        through_id=last.id,
-        current_id=last.id,
-        budget=app.engine.budget(),
-    )
+    before = await build_through(app, last.id)
     assert [row.important for row in before.window if row.message_id == "m1"] == [False]
     assert await app.engine.mark_important(GENERAL, "m1", True)
-    after = await app.engine.assembler.build(
-        conversation_key=GENERAL.key,
-        channel_key=GENERAL.channel_key,
-        through_id=last.id,
-        current_id=last.id,
-        budget=app.engine.budget(),
-    )
+    after = await build_through(app, last.id)
     assert [row.important for row in after.window if row.message_id == "m1"] == [True]
