@@ -21,6 +21,7 @@ from bot.app import App, open_app
 from bot.config import parse_config
 from bot.doctor import run_checks
 from bot.platforms import enabled_platforms, run_platforms
+from bot.slack_adapter.app import NAME_WAIT
 from bot.slack_adapter.platform import EVENTS_PATH, SlackPlatform
 from tests.conftest import config_dict, is_summary_request
 from tests.support.fake_llm import FakeLLM, Reply, count_prompt_tokens
@@ -530,3 +531,20 @@ async def test_a_pushpin_reaction_keeps_a_message_in_the_window_until_it_is_remo
                 assert found is not None and found.important
         finally:
             await platform.stop()
+
+
+async def test_a_slow_name_lookup_does_not_hold_back_storing_the_message(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    fake_slack.delays["U3"] = 4 * NAME_WAIT  # Slack is slow to say who U3 is (rate limits)
+    first = {"type": "message", "user": "U3", "text": "the deploy key is K-77", "channel": "C1"}
+    assert await slack.event({**first, "ts": "6.1"}) == 200
+    await slack.say("U1", f"<@{BOT_USER}> what is the deploy key?")
+    # Stored at once under the user id, before the question that came after it.
+    contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+    assert contents[-2:] == ["[U3] the deploy key is K-77", "[Ana] what is the deploy key?"]
+    await slack.settle()  # the lookup went on: U3's next message carries the name
+    assert await slack.event({**first, "text": "thanks", "ts": "6.3"}) == 200
+    await slack.say("U1", f"<@{BOT_USER}> and now?")
+    assert "[Cy] thanks" in [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+    assert len(fake_slack.called("users.info")) == 2  # Ana's once (cached), U3's once

@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 
 THINKING = "_Thinking…_"
 _REMEMBERED = 4096  # event ids and thread keys kept in memory
+NAME_WAIT = 1.0
+"""Seconds a message waits for its author's name (``users.info``) before it is stored under
+the user id: a slow or rate-limited lookup must not hold back storing a message Slack already
+has its acknowledgement for. The lookup goes on and names the person's later messages."""
 _MAX_RESPONSES = 5  # a response_url takes 5 messages
 
 
@@ -107,6 +111,7 @@ class Listeners:
         )
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
         self._names: dict[str, str] = {}
+        self._lookups: dict[str, asyncio.Task[None]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._joined_threads: OrderedDict[str, None] = OrderedDict()
         self._seeded_threads: OrderedDict[str, None] = OrderedDict()
@@ -195,13 +200,37 @@ class Listeners:
     # -- work ----------------------------------------------------------------------------
 
     async def names(self, user_ids: Collection[str]) -> dict[str, str]:
-        """Display names, each looked up once (``users.info``) and then cached."""
-        for user_id in user_ids:
-            if user_id and user_id not in self._names and user_id != self.policy.bot_user_id:
-                name = await self._look_up(user_id)
+        """Display names, each looked up once (``users.info``) and then cached; those not
+        known within :data:`NAME_WAIT` are left out (the caller falls back to the id)."""
+        wanted = [
+            user_id
+            for user_id in user_ids
+            if user_id and user_id not in self._names and user_id != self.policy.bot_user_id
+        ]
+        if wanted:
+            await asyncio.wait([self._lookup(user_id) for user_id in wanted], timeout=NAME_WAIT)
+        return {u: self._names[u] for u in user_ids if u in self._names}
+
+    def _lookup(self, user_id: str) -> asyncio.Task[None]:
+        """The lookup of ``user_id`` under way (one at a time per person), started if none."""
+        task = self._lookups.get(user_id)
+        if task is None:
+
+            async def look_up() -> None:
+                try:
+                    name = await self._look_up(user_id)
+                except Exception as exc:  # the network: named by id until the next message
+                    log.warning("users.info %s failed: %s", user_id, type(exc).__name__)
+                    return
                 if name:
                     self._names[user_id] = name
-        return {u: self._names[u] for u in user_ids if u in self._names}
+
+            task = asyncio.create_task(look_up(), name=f"users.info {user_id}")
+            self._lookups[user_id] = task
+            self._tasks.add(task)  # settle() waits for it, aclose() cancels it
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda _: self._lookups.pop(user_id, None))
+        return task
 
     async def _look_up(self, user_id: str) -> str | None:
         try:
