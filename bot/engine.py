@@ -137,6 +137,11 @@ class Engine:
     def budget(self) -> int:
         return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
 
+    async def has_answered(self, conversation: Conversation) -> bool:
+        """Whether the bot has answered in the conversation (a thread it follows, say), as
+        memory has it: what an adapter asks after a restart, when its own records are gone."""
+        return await self.store.has_answered(conversation_key=conversation.key)
+
     async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
         """Store a message without answering it (``embed``: and embed it in the background,
         when recall by meaning is on; a message about to be answered is embedded as recall's

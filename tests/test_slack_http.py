@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlencode
@@ -548,3 +548,43 @@ async def test_a_slow_name_lookup_does_not_hold_back_storing_the_message(
     await slack.say("U1", f"<@{BOT_USER}> and now?")
     assert "[Cy] thanks" in [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
     assert len(fake_slack.called("users.info")) == 2  # Ana's once (cached), U3's once
+
+
+async def test_after_a_restart_the_bot_still_follows_the_threads_it_answered_in(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    config = parse_config(
+        config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack_settings(fake_slack)), ENV
+    )
+
+    async def session(work: Callable[[Slack], Awaitable[None]]) -> None:
+        """One run of the bot: its app, its Slack endpoint, until ``work`` is done."""
+        async with open_app(config) as app:
+            platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
+            await platform.start()
+            try:
+                async with aiohttp.ClientSession() as http:
+                    await work(Slack(platform, fake_slack, http))
+            finally:
+                await platform.stop()
+
+    roots: dict[str, str] = {}
+
+    async def before(slack: Slack) -> None:
+        roots["answered"] = await slack.say("U2", "the build is red")
+        await slack.say("U1", f"<@{BOT_USER}> why?", thread_ts=roots["answered"])
+        roots["quiet"] = await slack.say("U2", "lunch?")
+        await slack.say("U1", "pizza", thread_ts=roots["quiet"])  # never addressed
+
+    async def after(slack: Slack) -> None:
+        await slack.say("U1", "and now?", thread_ts=roots["answered"], ts="1800000001.000001")
+        await slack.say("U1", "or sushi", thread_ts=roots["quiet"], ts="1800000002.000001")
+
+    await session(before)
+    answered = len(chat_bodies(llm))
+    await session(after)  # a new process: what it followed is known from memory alone
+    assert len(chat_bodies(llm)) == answered + 1
+    assert [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]][-1] == "[Ana] and now?"
+    replies = [m for m in fake_slack.messages() if m.get("thread_ts") == roots["answered"]]
+    assert [m["text"] for m in replies][-1] == "echo: [Ana] and now?"
+    assert not any(m.get("thread_ts") == roots["quiet"] for m in fake_slack.messages())

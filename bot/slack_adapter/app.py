@@ -33,6 +33,7 @@ from bot.slack_adapter.translate import (
     message_event,
     ordering_key,
     shortcut_author,
+    thread_of,
     to_command,
     to_deletion,
     to_edit,
@@ -306,6 +307,7 @@ class Listeners:
             return None
         text = str(event.get("text") or "")
         names = await self.names({str(event["user"])} | mentions(text))
+        await self._follow_if_answered(body)
         incoming = to_incoming(
             body, policy=self.policy, names=names, joined_threads=self._joined_threads
         )
@@ -319,6 +321,15 @@ class Listeners:
             # Followed from now on: a reply sent while this one is being answered is for it.
             self._remember(self._joined_threads, incoming.conversation.key)
         return _Turn(incoming, accepted, str(event["channel"]), event.get("thread_ts"))
+
+    async def _follow_if_answered(self, body: dict[str, Any]) -> None:
+        """A reply in a thread the bot answered in before it last started is followed too:
+        memory says whether it did (the threads followed are otherwise kept in memory)."""
+        conversation = thread_of(body)
+        if conversation is None or conversation.key in self._joined_threads:
+            return
+        if await self.engine.has_answered(conversation):
+            self._remember(self._joined_threads, conversation.key)
 
     async def _answer(self, turn: _Turn) -> None:
         incoming, channel, thread = turn.incoming, turn.channel, turn.thread

@@ -69,6 +69,17 @@ def conversation_for(
     return Conversation(platform=PLATFORM, workspace=team, channel=channel, thread=thread)
 
 
+def thread_of(body: Payload) -> Conversation | None:
+    """The thread conversation a message event is a reply in; None for anything else."""
+    event = message_event(body)
+    if event is None:
+        return None
+    thread_ts, ts, channel = event.get("thread_ts"), event.get("ts"), event.get("channel")
+    if not thread_ts or thread_ts == ts or not channel or not _team(body):
+        return None
+    return conversation_for(_team(body), str(channel), ts, thread_ts)
+
+
 def _team(body: Payload) -> str:
     event = body.get("event") or {}
     team = body.get("team_id") or event.get("team") or (body.get("team") or {}).get("id")

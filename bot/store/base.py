@@ -164,6 +164,10 @@ class Store(Protocol):
 
     async def count_messages(self, *, conversation_key: str) -> int: ...
 
+    async def has_answered(self, *, conversation_key: str) -> bool:
+        """Whether the conversation holds an answer of the bot's."""
+        ...
+
     async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed messages hold each full-text term (over every conversation)."""
         ...

@@ -633,6 +633,13 @@ class SqliteStore:
         )
         return int(next(iter(rows))[0])
 
+    async def has_answered(self, *, conversation_key: str) -> bool:
+        rows = await self._db.execute_fetchall(
+            "SELECT 1 FROM messages WHERE conversation = ? AND role = ? LIMIT 1",
+            (conversation_key, Role.ASSISTANT.value),
+        )
+        return bool(rows)
+
     # -- recall ---------------------------------------------------------------------------
 
     async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
