@@ -10,12 +10,14 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     TIKTOKEN_CACHE_DIR=/opt/tiktoken
 WORKDIR /src
 RUN python -m venv /opt/venv
-# The pinned, hash-checked dependencies first: this layer is reused until the lock changes.
-COPY requirements.lock ./
-RUN /opt/venv/bin/pip install --require-hashes -r requirements.lock
+# The pinned, hash-checked dependencies first, and what builds the package (setuptools, wheel,
+# pinned and hashed too: no unpinned build isolation): reused until a lock changes.
+COPY requirements.lock requirements-build.lock ./
+RUN /opt/venv/bin/pip install --require-hashes -r requirements.lock \
+    && /opt/venv/bin/pip install --require-hashes -r requirements-build.lock
 COPY pyproject.toml README.md ./
 COPY bot ./bot
-RUN /opt/venv/bin/pip install --no-deps . \
+RUN /opt/venv/bin/pip install --no-deps --no-build-isolation . \
     && /opt/venv/bin/python -c "from bot.tokens import install_encodings; install_encodings()" \
     && /opt/venv/bin/python -c "import tiktoken; tiktoken.get_encoding('o200k_base'); tiktoken.get_encoding('cl100k_base')"
 

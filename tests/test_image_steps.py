@@ -1,10 +1,11 @@
-"""The Docker image's steps, without Docker (no engine on CI machines): build the wheel from
-what the Dockerfile copies, install it in a fresh virtualenv with the locked versions, bake
-tiktoken's encodings the same way, then run ``bot run`` with the health endpoint against a
-local fake Slack, with downloads made impossible.
+"""The Docker image's steps, without Docker (no engine on CI machines): in a fresh virtualenv,
+the locked dependencies and the locked build backend (both hash-checked), then the package
+built from what the Dockerfile copies without build isolation; bake tiktoken's encodings the
+same way, then run ``bot run`` with the health endpoint against a local fake Slack, with
+downloads made impossible.
 
-Cost: one virtualenv per run (module-scoped), about 30-60 s, and it needs PyPI (the lock's
-packages and the build backend), which CI has.
+Cost: one virtualenv per run (module-scoped), about 30-60 s, and it needs PyPI (the locks'
+packages), which CI has.
 """
 
 from __future__ import annotations
@@ -82,18 +83,17 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "bot", src / "bot", ignore=shutil.ignore_patterns("__pycache__"))
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", root / "wheels", src)
     venv = root / "venv"
     _run(sys.executable, "-m", "venv", venv)
     pip = (venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check")
     _run(*pip, "--require-hashes", "-r", ROOT / "requirements.lock")
+    _run(*pip, "--require-hashes", "-r", ROOT / "requirements-build.lock")
     missing = _unlocked_dependencies()
     if missing:
         # Until the lock is regenerated with a new dependency; says so in the test summary.
         warnings.warn(f"requirements.lock lacks {missing}: regenerate it", stacklevel=1)
         _run(*pip, *missing)
-    wheel = next((root / "wheels").glob("channel_memory_bot-*.whl"))
-    _run(*pip, "--no-deps", wheel)
+    _run(*pip, "--no-deps", "--no-build-isolation", src)  # built with the pinned setuptools
     built = Image(venv=venv, tiktoken=root / "tiktoken")
     _run(venv / "bin" / "python", "-c", _BAKE, env=built.offline_env(), cwd=root)
     yield built
