@@ -17,6 +17,7 @@ def parent_of(channel: object) -> int | None:
 
 def facts_of(message: discord.Message) -> MessageFacts:
     resolved = message.reference.resolved if message.reference is not None else None
+    own_role = message.guild.self_role if message.guild is not None else None
     return MessageFacts(
         message_id=message.id,
         channel_id=message.channel.id,
@@ -29,6 +30,8 @@ def facts_of(message: discord.Message) -> MessageFacts:
         sent_at=message.created_at,
         mentions={user.id: user.display_name for user in message.mentions},
         reply_to_author_id=resolved.author.id if isinstance(resolved, discord.Message) else None,
+        role_mentions=frozenset(role.id for role in message.role_mentions),
+        own_role_id=own_role.id if own_role is not None else None,
         is_user_message=message.type in _USER_MESSAGE_TYPES,
     )
 

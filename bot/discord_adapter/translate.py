@@ -35,6 +35,10 @@ class MessageFacts:
     mentions: Mapping[int, str] = field(default_factory=dict)
     """Display names of the users the message mentions, by id."""
     reply_to_author_id: int | None = None
+    role_mentions: frozenset[int] = frozenset()
+    """The roles the message mentions, by id."""
+    own_role_id: int | None = None
+    """The bot's own role in the server (the managed role Discord names after it), if any."""
     is_user_message: bool = True
     """False for system messages (joins, pins, thread created, ...)."""
 
@@ -54,24 +58,31 @@ def is_pushpin(emoji_name: str | None) -> bool:
 
 
 def is_addressed(facts: MessageFacts, *, bot_id: int, answer_channels: Collection[int]) -> bool:
-    """A DM, a mention, a reply to the bot, or any message in a channel it answers."""
+    """A DM, a mention (of the bot, or of its own role: Discord offers both for its name), a
+    reply to the bot, or any message in a channel it answers."""
     return (
         facts.guild_id is None
         or bot_id in facts.mentions
+        or (facts.own_role_id is not None and facts.own_role_id in facts.role_mentions)
         or facts.reply_to_author_id == bot_id
         or facts.channel_id in answer_channels
         or (facts.parent_id is not None and facts.parent_id in answer_channels)
     )
 
 
-def prompt_text(content: str, mentions: Mapping[int, str], *, bot_id: int) -> str:
-    """The bot's own mention removed, other users' mentions shown as ``@name``."""
+def prompt_text(
+    content: str, mentions: Mapping[int, str], *, bot_id: int, own_role_id: int | None = None
+) -> str:
+    """The bot's own mention (or its role's) removed, other users' mentions shown as
+    ``@name``."""
 
     def name(match: re.Match[str]) -> str:
         known = mentions.get(int(match.group(1)))
         return f"@{known}" if known is not None else match.group(0)
 
     without_bot = re.sub(rf"<@!?{bot_id}>[ \t]?", "", content)
+    if own_role_id is not None:
+        without_bot = re.sub(rf"<@&{own_role_id}>[ \t]?", "", without_bot)
     return _USER_MENTION.sub(name, without_bot).strip()
 
 
@@ -87,7 +98,9 @@ def to_incoming(
         ),
         author_id=str(facts.author_id),
         author_name=facts.author_name,
-        text=prompt_text(facts.content, facts.mentions, bot_id=bot_id),
+        text=prompt_text(
+            facts.content, facts.mentions, bot_id=bot_id, own_role_id=facts.own_role_id
+        ),
         addressed=is_addressed(facts, bot_id=bot_id, answer_channels=answer_channels),
         message_id=str(facts.message_id),
         sent_at=facts.sent_at,

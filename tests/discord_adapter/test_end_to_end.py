@@ -16,6 +16,7 @@ from tests.discord_adapter.conftest import (
     RANDOM,
     RELEASE_THREAD,
     StartBot,
+    team_guild,
 )
 from tests.support.fake_discord import FakeDiscord, eventually
 from tests.support.fake_llm import FakeLLM, count_prompt_tokens
@@ -214,3 +215,31 @@ async def test_a_small_budget_keeps_each_channel_within_it(
     last = turns(bodies[-1])
     assert last[-1].startswith("[Ana N] note 11 in")
     assert not any("note 0 " in t for t in last)
+
+
+async def test_mentioning_the_bots_own_role_addresses_it_and_other_roles_do_not(
+    start_bot: StartBot, discord_fake: FakeDiscord, llm: FakeLLM
+) -> None:
+    fake, guild = discord_fake, team_guild()
+    async with start_bot() as (app, _):
+        # Discord's autocomplete offers the bot's role for its name as well as the bot itself.
+        own = f"<@&{guild.bot_role_id}>"
+        await fake.say(
+            ANA, f"{own} what is due?", channel_id=GENERAL, guild_id=GUILD,
+            role_mentions=(guild.bot_role_id,),
+        )  # fmt: skip
+        await fake.sent_count(1)
+        assert turns(chat_bodies(llm)[-1]) == ["[Ana N] what is due?"]  # the role markup gone
+        team = f"<@&{guild.team_role_id}>"
+        await fake.say(
+            BO, f"{team} standup moved", channel_id=GENERAL, guild_id=GUILD,
+            role_mentions=(guild.team_role_id,),
+        )  # fmt: skip
+        general = f"discord:{GUILD}:{GENERAL}"
+
+        async def stored_three() -> bool:
+            return await app.store.count_messages(conversation_key=general) == 3
+
+        await eventually(stored_three)
+        assert len(chat_bodies(llm)) == 1  # remembered, not answered
+        assert len(fake.sent) == 1

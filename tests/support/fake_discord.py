@@ -119,6 +119,16 @@ class FakeGuild:
     threads: dict[int, tuple[int, str]] = field(default_factory=dict)
     """Thread ids and their (parent id, name)."""
 
+    @property
+    def bot_role_id(self) -> int:
+        """The bot's own (managed) role in this server."""
+        return self.id + 1
+
+    @property
+    def team_role_id(self) -> int:
+        """A role people have, mentionable, not the bot's."""
+        return self.id + 2
+
     def payload(self, bot: Person) -> JSON:
         channels = [
             {
@@ -172,7 +182,28 @@ class FakeGuild:
                     "hoist": False,
                     "managed": False,
                     "mentionable": False,
-                }
+                },
+                {  # the role Discord gives a bot in each server it joins, named after it
+                    "id": str(self.bot_role_id),
+                    "name": bot.name,
+                    "permissions": "0",
+                    "position": 1,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": True,
+                    "mentionable": True,
+                    "tags": {"bot_id": str(bot.id)},
+                },
+                {
+                    "id": str(self.team_role_id),
+                    "name": "Team",
+                    "permissions": "0",
+                    "position": 2,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": True,
+                },
             ],
             "emojis": [],
             "stickers": [],
@@ -317,6 +348,7 @@ class FakeDiscord:
         channel_id: int,
         guild_id: int | None,
         mentions: tuple[Person, ...] = (),
+        role_mentions: tuple[int, ...] = (),
         reply_to: JSON | None = None,
     ) -> JSON:
         payload: JSON = {
@@ -329,7 +361,7 @@ class FakeDiscord:
             "tts": False,
             "mention_everyone": False,
             "mentions": [{**p.user, "member": p.member()} for p in mentions],
-            "mention_roles": [],
+            "mention_roles": [str(role) for role in role_mentions],
             "attachments": [],
             "embeds": [],
             "pinned": False,
