@@ -56,10 +56,9 @@ class RowCache:
         newer than its start (stored since, or left out of this window only), and a few just
         older than it: which turns a window holds moves back and forth from prompt to prompt
         (recall's share changes with each question, important turns take turns' places)."""
-        old = self._conversations.get(conversation_key, {})
         if not window:
-            self._set(conversation_key, dict(old))
             return
+        old = self._conversations.get(conversation_key, {})
         oldest = window[0].id
         rows = {row.id: row for row in window}
         before = []
@@ -95,22 +94,31 @@ class RowCache:
         if platform_id is None:
             self._set(conversation_key, None)
         else:
-            kept = {i: row for i, row in rows.items() if row.message_id != platform_id}
-            self._set(conversation_key, kept)
+            self._remove(
+                conversation_key, [i for i, r in rows.items() if r.message_id == platform_id]
+            )
 
     def conversations(self) -> list[str]:
         """The conversations with rows here."""
         return list(self._conversations)
 
     def drop_id(self, conversation_key: str, message_id: int) -> None:
-        rows = self._conversations.get(conversation_key)
-        if rows is not None and message_id in rows:
-            self._set(conversation_key, {i: r for i, r in rows.items() if i != message_id})
+        self._remove(conversation_key, [message_id])
 
     def clear(self) -> None:
         self._conversations.clear()
         self._chars.clear()
         self._total = 0
+
+    def _remove(self, conversation_key: str, ids: Iterable[int]) -> None:
+        rows = self._conversations.get(conversation_key)
+        if rows is None:
+            return
+        for message_id in ids:
+            row = rows.pop(message_id, None)
+            if row is not None:
+                self._chars[conversation_key] -= len(row.content)
+                self._total -= len(row.content)
 
     def _set(self, conversation_key: str, rows: dict[int, StoredMessage] | None) -> None:
         self._total -= self._chars.pop(conversation_key, 0)
