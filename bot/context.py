@@ -35,7 +35,7 @@ PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numb
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 _FIRST_BATCH, _MAX_BATCH = 64, 1024
 _QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
-_WINDOW_STARTS = 10_000  # conversations whose last window start is remembered
+_WINDOW_STARTS = 10_000  # conversations whose per-conversation figures are remembered
 PROFILE_SHARE = 0.1
 """A speaker's profile may take at most this share of the budget (and memory.profile_tokens)."""
 IMPORTANT_LOOKBACK = 32
@@ -111,8 +111,6 @@ class _Fit:
     boundary: int | None = None
     """The newest turn left out for lack of room (or past the window, or recalled): it and
     older turns were not read."""
-    promoted: frozenset[int] = frozenset()
-    """Important turns from before ``boundary`` given a place."""
     next_cost: int | None = None
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
     members: tuple[tuple[int, int], ...] = ()
@@ -142,6 +140,13 @@ def render_profile(name: str, facts: Sequence[ProfileFact]) -> str:
 
 def render_summary(summary: Summary) -> str:
     return f"{SUMMARY_HEADING}\n{summary.content}"
+
+
+def _remember(per_conversation: dict[str, int], conversation_key: str, value: int) -> None:
+    """Set a per-conversation figure, forgetting them all once too many are held."""
+    if len(per_conversation) >= _WINDOW_STARTS and conversation_key not in per_conversation:
+        per_conversation.clear()
+    per_conversation[conversation_key] = value
 
 
 class _CountCache:
@@ -392,12 +397,7 @@ class Assembler:
         self._whole.add(conversation_key)
 
     def _remember_start(self, conversation_key: str, start: int) -> None:
-        if (
-            len(self._window_starts) >= _WINDOW_STARTS
-            and conversation_key not in self._window_starts
-        ):
-            self._window_starts.clear()
-        self._window_starts[conversation_key] = start
+        _remember(self._window_starts, conversation_key, start)
 
     async def _search(
         self,
@@ -456,12 +456,10 @@ class Assembler:
 
         def done(fit: _Fit) -> _Fit:
             members = tuple((row[0], row[1]) for row in reversed(read) if row[1] in kept)
-            if len(self._rows_read) >= _WINDOW_STARTS and conversation_key not in self._rows_read:
-                self._rows_read.clear()
             # The rows down to the oldest kept message, not the whole last batch: the next
             # fit needs about as many (the batch adds a few for the turn that did not fit).
             oldest = members[0][0] if members else 0
-            self._rows_read[conversation_key] = sum(1 for row in read if row[0] >= oldest)
+            _remember(self._rows_read, conversation_key, sum(1 for row in read if row[0] >= oldest))
             important = frozenset(row[1] for row in read if row[3] and row[1] in kept)
             return replace(fit, members=members, important=important)
 
@@ -594,7 +592,6 @@ class Assembler:
             True,
             {t: costs[t] for t in kept},
             fit.boundary,
-            frozenset(promoted),
             members=tuple(heapq.merge(shown, extra)),
             important=(fit.important & kept) | frozenset(promoted),
         )
