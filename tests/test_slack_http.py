@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlencode
@@ -120,15 +121,22 @@ async def bot_app(tmp_path: Any, llm: FakeLLM, fake_slack: FakeSlack) -> AsyncIt
         yield app
 
 
-@pytest.fixture
-async def slack(bot_app: App, fake_slack: FakeSlack) -> AsyncIterator[Slack]:
-    platform = SlackPlatform(engine=bot_app.engine, settings=bot_app.config.slack)
+@asynccontextmanager
+async def serving(app: App, fake: FakeSlack) -> AsyncIterator[Slack]:
+    """``app``'s Slack endpoint started, and a Slack to talk to it, until the block ends."""
+    platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
     await platform.start()
     try:
         async with aiohttp.ClientSession() as http:
-            yield Slack(platform, fake_slack, http)
+            yield Slack(platform, fake, http)
     finally:
         await platform.stop()
+
+
+@pytest.fixture
+async def slack(bot_app: App, fake_slack: FakeSlack) -> AsyncIterator[Slack]:
+    async with serving(bot_app, fake_slack) as slack:
+        yield slack
 
 
 def chat_bodies(llm: FakeLLM) -> list[dict[str, Any]]:
@@ -336,22 +344,15 @@ async def test_end_to_end_two_channels_and_a_thread_with_pins_within_budget(
         slack=slack_settings(fake_slack),
         memory={"strategy": "full", "max_context_tokens": budget},
     )
-    async with open_app(parse_config(raw, ENV)) as app:
-        platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
-        await platform.start()
-        try:
-            async with aiohttp.ClientSession() as http:
-                slack = Slack(platform, fake_slack, http)
-                await slack.command("pin", "Billing is owned by Ana", channel="C1")
-                await slack.command("pin", "Random has no owner", channel="C2")
-                for i in range(20):
-                    await slack.say("U2", f"C1 chatter {i} " + "blah " * 40, channel="C1")
-                root = await slack.say("U1", f"<@{BOT_USER}> who owns billing?", channel="C1")
-                await slack.say("U2", f"<@{BOT_USER}> anything here?", channel="C2")
-                reply = f"<@{BOT_USER}> tell me more"
-                await slack.say("U2", reply, channel="C1", thread_ts=root, ts="1800000000.1")
-        finally:
-            await platform.stop()
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
+        await slack.command("pin", "Billing is owned by Ana", channel="C1")
+        await slack.command("pin", "Random has no owner", channel="C2")
+        for i in range(20):
+            await slack.say("U2", f"C1 chatter {i} " + "blah " * 40, channel="C1")
+        root = await slack.say("U1", f"<@{BOT_USER}> who owns billing?", channel="C1")
+        await slack.say("U2", f"<@{BOT_USER}> anything here?", channel="C2")
+        reply = f"<@{BOT_USER}> tell me more"
+        await slack.say("U2", reply, channel="C1", thread_ts=root, ts="1800000000.1")
 
     first, second, third = chat_bodies(llm)
     for body in (first, second, third):
@@ -495,42 +496,35 @@ async def test_a_pushpin_reaction_keeps_a_message_in_the_window_until_it_is_remo
         slack=slack_settings(fake_slack),
         memory={"strategy": "full", "max_context_tokens": 500},
     )
-    async with open_app(parse_config(raw, ENV)) as app:
-        platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
-        await platform.start()
-        try:
-            async with aiohttp.ClientSession() as http:
-                slack = Slack(platform, fake_slack, http)
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
 
-                async def react(kind: str, ts: str, name: str = "pushpin") -> None:
-                    item = {"type": "message", "channel": "C1", "ts": ts}
-                    event = {"type": kind, "user": "U1", "reaction": name, "item": item}
-                    assert await slack.event({**event, "item_user": "U2", "event_ts": "9.9"}) == 200
-                    await slack.settle()
+        async def react(kind: str, ts: str, name: str = "pushpin") -> None:
+            item = {"type": "message", "channel": "C1", "ts": ts}
+            event = {"type": kind, "user": "U1", "reaction": name, "item": item}
+            assert await slack.event({**event, "item_user": "U2", "event_ts": "9.9"}) == 200
+            await slack.settle()
 
-                async def chatter(count: int) -> list[str]:
-                    for i in range(count):
-                        await slack.say("U3", f"chatter {i} " + "blah " * 30)
-                    await slack.say("U1", f"<@{BOT_USER}> anything to note?")
-                    return [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+        async def chatter(count: int) -> list[str]:
+            for i in range(count):
+                await slack.say("U3", f"chatter {i} " + "blah " * 30)
+            await slack.say("U1", f"<@{BOT_USER}> anything to note?")
+            return [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
 
-                noted = await slack.say("U2", "Ana owns billing")
-                await react("reaction_added", "1.000001")  # a message memory doesn't have
-                await react("reaction_added", noted, name="thumbsup")  # not a pin
-                assert "[Bo] Ana owns billing" not in await chatter(12)
-                await react("reaction_added", noted)
-                assert "[Bo] Ana owns billing" in await chatter(12)
-                await react("reaction_removed", noted)
-                assert "[Bo] Ana owns billing" not in await chatter(12)
-                # In a thread: the reaction finds the reply in its thread's conversation.
-                root = await slack.say("U2", "thread root")
-                reply = await slack.say("U2", "the code is blue", thread_ts=root)
-                await react("reaction_added", reply)
-                key = f"slack:{TEAM}:C1:{root}"
-                found = await app.store.find_message(conversation_key=key, message_id=reply)
-                assert found is not None and found.important
-        finally:
-            await platform.stop()
+        noted = await slack.say("U2", "Ana owns billing")
+        await react("reaction_added", "1.000001")  # a message memory doesn't have
+        await react("reaction_added", noted, name="thumbsup")  # not a pin
+        assert "[Bo] Ana owns billing" not in await chatter(12)
+        await react("reaction_added", noted)
+        assert "[Bo] Ana owns billing" in await chatter(12)
+        await react("reaction_removed", noted)
+        assert "[Bo] Ana owns billing" not in await chatter(12)
+        # In a thread: the reaction finds the reply in its thread's conversation.
+        root = await slack.say("U2", "thread root")
+        reply = await slack.say("U2", "the code is blue", thread_ts=root)
+        await react("reaction_added", reply)
+        key = f"slack:{TEAM}:C1:{root}"
+        found = await app.store.find_message(conversation_key=key, message_id=reply)
+        assert found is not None and found.important
 
 
 async def test_a_slow_name_lookup_does_not_hold_back_storing_the_message(
@@ -559,14 +553,8 @@ async def test_after_a_restart_the_bot_still_follows_the_threads_it_answered_in(
 
     async def session(work: Callable[[Slack], Awaitable[None]]) -> None:
         """One run of the bot: its app, its Slack endpoint, until ``work`` is done."""
-        async with open_app(config) as app:
-            platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
-            await platform.start()
-            try:
-                async with aiohttp.ClientSession() as http:
-                    await work(Slack(platform, fake_slack, http))
-            finally:
-                await platform.stop()
+        async with open_app(config) as app, serving(app, fake_slack) as slack:
+            await work(slack)
 
     roots: dict[str, str] = {}
 
