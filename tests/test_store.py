@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -88,3 +89,53 @@ async def test_stored_counts_follow_a_change_of_chat_model_encoding(
         )
         assert rows[0].tokens == app.engine.tokenizer.count(rows[0].rendered)
         assert rows[0].tokens < first.tokens
+
+
+async def test_prompt_reads_do_not_wait_for_another_process_writing(tmp_path: Path) -> None:
+    """A long write elsewhere (an import, a backup restore) holds the write lock; the reads a
+    prompt is built from go on, seeing what was committed, and see the write once it is."""
+    path = str(tmp_path / "bot.sqlite3")
+    store = await SqliteStore.open(path, busy_timeout_ms=60_000)
+    try:
+        first = await add(store, "committed before")
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute(
+            "INSERT INTO messages (conversation, role, author_id, author_name, content, tokens,"
+            " created_at) VALUES (?, 'user', 'b', 'Bo', 'written elsewhere', 3, 0)",
+            (GENERAL.key,),
+        )
+        costs = await asyncio.wait_for(
+            store.message_costs(
+                conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+            ),
+            timeout=5,  # the busy timeout is a minute: waiting would fail here
+        )
+        assert [row[0] for row in costs] == [first]
+        other.execute("COMMIT")
+        rows = await store.recent_messages(
+            conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+        )
+        assert [row.content for row in rows] == ["written elsewhere", "committed before"]
+        other.close()
+    finally:
+        await store.close()
+
+
+async def test_an_in_memory_database_serves_every_read() -> None:
+    store = await SqliteStore.open(":memory:")
+    try:
+        question = await add(store, "question")
+        await add(store, "answer", reply_to=question)
+        costs = await store.message_costs(
+            conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+        )
+        rows = await store.window_messages(
+            conversation_key=GENERAL.key, ids=[row[0] for row in reversed(costs)]
+        )
+        assert [(r.content, r.turn_id) for r in rows] == [
+            ("question", question),
+            ("answer", question),
+        ]
+    finally:
+        await store.close()

@@ -11,9 +11,10 @@ Correctness rests on three facts. Message ids are never reused (``AUTOINCREMENT`
 keeps its ids but only goes into a database without that conversation), so a row deleted by
 another process (``bot reset``) is simply never asked for again. Every change this process
 makes to a stored message (edit, delete, new platform id, reset, import, recount) goes through
-the store, which drops what it changed after the change. And the store's statements run one at
-a time in the order they were issued, their results delivered in that order: a read issued
-before an edit is cached before the edit's drop, never after it.
+the store, which drops what it changed once the change is committed. And a read that saw the
+text before an edit is cached before that edit's drop, never after it: the store's short reads
+run on the event loop's own thread and are cached in the same step (with no read connection,
+its statements run one at a time in the order they were issued, results in that order).
 """
 
 from __future__ import annotations

@@ -241,6 +241,10 @@ _SUMMARY_COLUMNS = (
     "id, conversation, content, tokens, covers_through_turn, message_count, first_message_id, "
     "last_message_id, compactions, rebuilt, model, created_at"
 )
+_LATEST_SUMMARY = (
+    f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation = ?"  # noqa: S608
+    " ORDER BY id DESC LIMIT 1"
+)
 
 
 def _statements(script: str) -> list[str]:
@@ -254,6 +258,13 @@ def _statements(script: str) -> list[str]:
                 statements.append(pending.strip())
             pending = ""
     return statements
+
+
+def _open_reader(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    reader.execute("PRAGMA query_only = ON")
+    return reader
 
 
 class DatabaseError(Exception):
@@ -298,14 +309,27 @@ def _summary(row: Any) -> Summary:
 
 
 class SqliteStore:
-    """Implements :class:`bot.store.base.Store` on one aiosqlite connection.
+    """Implements :class:`bot.store.base.Store` on an aiosqlite connection, plus a read-only
+    connection for the short reads a prompt is built from.
 
     Writes go through one lock so that a multi-statement transaction never interleaves with
     another task's statements on the shared connection.
+
+    The reads a prompt needs (pins, summary, the window's costs, a few rows by index, recall's
+    search) take microseconds in SQLite, while handing a statement to aiosqlite's thread and
+    getting its result back takes about a tenth of a millisecond; so they run at once, on the
+    event loop's thread, through the second connection (``_read``). WAL lets it read every
+    committed write without waiting for a writer. Reads that can be long (whole histories,
+    exports, counts, vectors) and every write stay on the aiosqlite connection. A database
+    that is not in WAL mode (or ``:memory:``) has no second connection: everything goes
+    through aiosqlite.
     """
 
-    def __init__(self, db: aiosqlite.Connection, path: str) -> None:
+    def __init__(
+        self, db: aiosqlite.Connection, path: str, reader: sqlite3.Connection | None = None
+    ) -> None:
         self._db = db
+        self._reader = reader
         self.path = path
         self._write_lock = asyncio.Lock()
         self._known: set[str] = set()
@@ -327,7 +351,7 @@ class SqliteStore:
         store = cls(db, path)
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await db.execute("PRAGMA journal_mode = WAL")
+            journal = await db.execute_fetchall("PRAGMA journal_mode = WAL")
             await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute("PRAGMA foreign_keys = ON")
             await db.create_function("recall_text", 1, index_text, deterministic=True)
@@ -335,6 +359,8 @@ class SqliteStore:
             await store._migrate()
             if index:
                 await store._index_new_messages()
+            if path != ":memory:" and next(iter(journal))[0] == "wal":
+                store._reader = _open_reader(path, busy_timeout_ms)
         except sqlite3.OperationalError as exc:
             await db.close()
             if "fts5" in str(exc):
@@ -347,6 +373,12 @@ class SqliteStore:
             await db.close()
             raise
         return store
+
+    async def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        """A short read: on this thread through the read connection, when there is one."""
+        if self._reader is None:
+            return list(await self._db.execute_fetchall(sql, params))
+        return self._reader.execute(sql, params).fetchall()
 
     async def _migrate(self) -> None:
         rows = await self._db.execute_fetchall("PRAGMA user_version")
@@ -496,7 +528,7 @@ class SqliteStore:
         # The newest important turns, through the partial index that holds only important
         # messages (no small talk is read); their messages' costs come from the covering turn
         # index: no message text is read.
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT id, COALESCE(reply_to, id), tokens FROM messages"
             " INDEXED BY messages_by_turn"
             " WHERE conversation = :conversation AND id <= :through"
@@ -515,7 +547,7 @@ class SqliteStore:
                 "turns": turns,
             },
         )
-        return rows  # type: ignore[return-value]
+        return rows
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
@@ -536,7 +568,7 @@ class SqliteStore:
         return changed > 0
 
     async def find_message(self, *, conversation_key: str, message_id: str) -> StoredMessage | None:
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
             " WHERE conversation = ? AND platform_message_id = ? LIMIT 1",
             (conversation_key, message_id),
@@ -548,7 +580,7 @@ class SqliteStore:
     ) -> Sequence[StoredMessage]:
         # A message's turn is never later than its id, so ``id > after_turn`` bounds the
         # index range without losing a row.
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
             " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
             " ORDER BY id DESC LIMIT ?",
@@ -560,14 +592,14 @@ class SqliteStore:
         self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
     ) -> Sequence[tuple[int, int, int, int]]:
         # Answered from the covering index alone: no message text is read.
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT id, COALESCE(reply_to, id), tokens, importance > 0 OR marks > 0"
             " FROM messages"
             " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
             " ORDER BY id DESC LIMIT ?",
             (conversation_key, after_turn, through_id, after_turn, limit),
         )
-        return rows  # type: ignore[return-value]
+        return rows
 
     async def messages_between(
         self, *, conversation_key: str, first_id: int, through_id: int
@@ -587,7 +619,7 @@ class SqliteStore:
         missing = [i for i, row in zip(ids, found, strict=True) if row is None]
         if missing:
             wanted = set(missing)
-            rows = await self._db.execute_fetchall(
+            rows = await self._read(
                 f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
                 " WHERE conversation = ? AND id >= ? AND id <= ? ORDER BY id",
                 (conversation_key, min(missing), max(missing)),
@@ -621,7 +653,7 @@ class SqliteStore:
         return [_message(row) for row in rows]
 
     async def last_message_id(self, *, conversation_key: str) -> int | None:
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT MAX(id) FROM messages WHERE conversation = ?", (conversation_key,)
         )
         value = next(iter(rows))[0]
@@ -634,7 +666,7 @@ class SqliteStore:
         return int(next(iter(rows))[0])
 
     async def has_answered(self, *, conversation_key: str) -> bool:
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT 1 FROM messages WHERE conversation = ? AND role = ? LIMIT 1",
             (conversation_key, Role.ASSISTANT.value),
         )
@@ -647,7 +679,7 @@ class SqliteStore:
         if not terms:
             return {}
         marks = ", ".join("?" for _ in terms)
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             f"SELECT term, docs FROM message_index_terms WHERE term IN ({marks})",  # noqa: S608
             list(terms),
         )
@@ -658,7 +690,7 @@ class SqliteStore:
     ) -> Sequence[tuple[StoredMessage, float]]:
         """The conversation's messages before ``before_id`` matching the FTS5 query ``match``
         with their bm25 score, best first (the higher the score, the better)."""
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             f"SELECT {_MESSAGE_COLUMNS_M}, -bm25(message_index) AS score"  # noqa: S608
             " FROM message_index CROSS JOIN messages m ON m.id = message_index.rowid"
             " WHERE message_index MATCH ? AND message_index.rowid < ? AND m.conversation = ?"
@@ -673,7 +705,7 @@ class SqliteStore:
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
             f" WHERE conversation = ? AND id IN ({marks}) ORDER BY id",
             (conversation_key, *ids),
@@ -705,7 +737,7 @@ class SqliteStore:
         return [(int(row[0]), str(row[1])) for row in rows]
 
     async def vector(self, *, message_id: int, model: str) -> bytes | None:
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
             (message_id, model),
         )
@@ -743,7 +775,7 @@ class SqliteStore:
         return changed > 0
 
     async def pins(self, *, channel_key: str) -> Sequence[Pin]:
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT id, channel_key, text, tokens, author_name, created_at, author_id FROM pins"
             " WHERE channel_key = ? ORDER BY id",
             (channel_key,),
@@ -754,7 +786,7 @@ class SqliteStore:
         self, *, channel_key: str, person: Person
     ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
         # One query for both: a prompt needs them together, and most people have no facts.
-        rows = await self._db.execute_fetchall(
+        rows = await self._read(
             "SELECT 0, id, channel_key, text, tokens, author_name, created_at, author_id, NULL"  # noqa: S608 (constant columns)
             " FROM pins WHERE channel_key = ?"
             f" UNION ALL SELECT 1, {_FACT_COLUMNS} FROM profile_facts"
@@ -822,11 +854,7 @@ class SqliteStore:
         return next((float(row[0]) for row in rows), None)
 
     async def latest_summary(self, *, conversation_key: str) -> Summary | None:
-        rows = await self._db.execute_fetchall(
-            f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation = ?"  # noqa: S608
-            " ORDER BY id DESC LIMIT 1",
-            (conversation_key,),
-        )
+        rows = await self._read(_LATEST_SUMMARY, (conversation_key,))
         return next((_summary(row) for row in rows), None)
 
     async def save_summary(
@@ -835,7 +863,8 @@ class SqliteStore:
         created_at = time.time()
         async with self._transaction():
             current = await self.generation(conversation_key=summary.conversation_key)
-            latest = await self.latest_summary(conversation_key=summary.conversation_key)
+            rows = await self._db.execute_fetchall(_LATEST_SUMMARY, (summary.conversation_key,))
+            latest = next((_summary(row) for row in rows), None)
             if current != generation or (latest.id if latest else None) != previous_id:
                 return None
             row = await self._db.execute_insert(
@@ -1010,4 +1039,7 @@ class SqliteStore:
         return str(next(iter(rows))[0])
 
     async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         await self._db.close()
