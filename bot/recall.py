@@ -43,6 +43,11 @@ MAX_TERMS = 8
 COMMON_TERM_DOCS = 200
 """A term held by more stored messages than this is left out of the search: it would rank
 little, and scoring every message that holds it would cost a long scan each turn."""
+SCORED_DOCS = 400
+"""About how many stored messages one search may score: the rarest terms are searched for
+first, and a term is left out once the messages holding it would pass this (the rarest is
+always searched). bm25 costs about a microsecond per matching message, and the terms left
+out are the commonest, which weigh least in it."""
 MIN_KEYWORD_SCORE = 0.5
 """The least bm25 score of a keyword match: matching only words that a good share of all
 messages hold ("the", "是什") is no match."""
@@ -173,9 +178,15 @@ class Recaller:
         )
         if not usable:
             return []
+        searched, docs = usable[:1], counts[usable[0]]
+        for term in usable[1:MAX_TERMS]:
+            docs += counts[term]
+            if docs > SCORED_DOCS:
+                break
+            searched.append(term)
         hits = await self._store.search_messages(
             conversation_key=conversation_key,
-            match=match_expression(usable[:MAX_TERMS]),
+            match=match_expression(searched),
             before_id=before_id,
             limit=_HITS,
         )

@@ -118,6 +118,22 @@ async def test_recall_starts_when_a_conversation_answered_all_along_outgrows_the
     assert "[Li] 明天有客人来，访客WiFi密码是 xingyun-88。" in recall_block(prompt)
 
 
+async def test_a_question_full_of_everyday_words_still_finds_the_rare_one(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    """Each search scores a bounded number of messages, taking the question's rarest terms
+    first: the everyday words it shares with hundreds of messages are the ones left out."""
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("the guest wifi password is tangerine-42", who="Li"))
+        await chatter(app, 160)  # lunch, plans, weather, coffee, machine: 160 messages each
+        await app.engine.handle_message(
+            said("@bot lunch plans, weather, coffee machine, and the guest wifi?", addressed=True)
+        )
+    prompt = last_prompt(llm)
+    assert "tangerine-42" not in turns(prompt), "the fact should have left the recent window"
+    assert "[Li] the guest wifi password is tangerine-42" in recall_block(prompt)
+
+
 async def test_without_recall_the_same_budget_forgets_the_fact(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
