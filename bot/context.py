@@ -21,7 +21,6 @@ than every recalled message: what recall shows stays older than the whole window
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -455,13 +454,20 @@ class Assembler:
         batch = max(_FIRST_BATCH, min(self._rows_read.get(conversation_key, 0) + 8, _MAX_BATCH))
 
         def done(fit: _Fit) -> _Fit:
-            members = tuple((row[0], row[1]) for row in reversed(read) if row[1] in kept)
+            members: list[tuple[int, int]] = []
+            important: set[int] = set()
+            last = -1
+            for index, (message_id, turn_id, _, weighty) in enumerate(read):
+                if turn_id in kept:
+                    members.append((message_id, turn_id))
+                    last = index
+                    if weighty:
+                        important.add(turn_id)
+            members.reverse()
             # The rows down to the oldest kept message, not the whole last batch: the next
             # fit needs about as many (the batch adds a few for the turn that did not fit).
-            oldest = members[0][0] if members else 0
-            _remember(self._rows_read, conversation_key, sum(1 for row in read if row[0] >= oldest))
-            important = frozenset(row[1] for row in read if row[3] and row[1] in kept)
-            return replace(fit, members=members, important=important)
+            _remember(self._rows_read, conversation_key, last + 1 if members else len(read))
+            return replace(fit, members=tuple(members), important=frozenset(important))
 
         while True:
             costs = await self._store.message_costs(
@@ -585,13 +591,13 @@ class Assembler:
         # The kept turns' messages with the promoted ones', in id order (a promoted turn's
         # late reply may come after a kept turn's messages).
         shown = [member for member in fit.members if member[1] in kept]
-        extra = sorted((i, turn_id) for turn_id in promoted for i in older[turn_id])
+        extra = [(i, turn_id) for turn_id in promoted for i in older[turn_id]]
         return _Fit(
             kept,
             available - remaining,
             True,
             {t: costs[t] for t in kept},
             fit.boundary,
-            members=tuple(heapq.merge(shown, extra)),
+            members=tuple(sorted(shown + extra)),
             important=(fit.important & kept) | frozenset(promoted),
         )

@@ -59,17 +59,24 @@ class RowCache:
         (recall's share changes with each question, important turns take turns' places)."""
         if not window:
             return
-        old = self._conversations.get(conversation_key, {})
+        rows = self._conversations.get(conversation_key)
+        if rows is None:
+            self._set(conversation_key, {row.id: row for row in window})
+            return
+        self._conversations.move_to_end(conversation_key)
+        grown = 0
+        for row in window:
+            if row.id not in rows:  # read from the database for this prompt
+                rows[row.id] = row
+                grown += len(row.content)
+        self._chars[conversation_key] += grown
+        self._total += grown
         oldest = window[0].id
-        rows = {row.id: row for row in window}
-        before = []
-        for i, row in old.items():
-            if i >= oldest:
-                rows.setdefault(i, row)  # newer, or left out of this window only
-            else:
-                before.append(i)
-        rows.update((i, old[i]) for i in sorted(before)[-(len(window) // 2 + 16) :])
-        self._set(conversation_key, rows)
+        before = [i for i in rows if i < oldest]
+        surplus = len(before) - (len(window) // 2 + 16)
+        if surplus > 0:
+            self._remove(conversation_key, sorted(before)[:surplus])
+        self._evict()
 
     def add(self, conversation_key: str, row: StoredMessage) -> None:
         """A message just stored: the next prompt of its conversation will hold it."""
@@ -81,8 +88,9 @@ class RowCache:
             self._conversations.move_to_end(conversation_key)
         rows[row.id] = row
         grown = len(row.content)
-        while len(rows) > self._max_rows:
-            grown -= len(rows.pop(next(iter(rows))).content)
+        if len(rows) > self._max_rows:
+            for oldest in sorted(rows)[: len(rows) - self._max_rows]:
+                grown -= len(rows.pop(oldest).content)
         self._chars[conversation_key] += grown
         self._total += grown
         self._evict()
