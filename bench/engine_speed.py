@@ -591,8 +591,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--recall-tokens",
         type=int,
         nargs="+",
-        default=[0],
-        help="memory.recall_tokens (default 0: recall off, as the figures before recall); "
+        default=[0, 1000],
+        help="memory.recall_tokens (default: 0 and 1000, recall off and the shipped default); "
         "several values are measured interleaved, each on a copy of the same history",
     )
     parser.add_argument(
