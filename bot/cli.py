@@ -319,8 +319,10 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
     except (ArchiveError, OSError) as exc:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    known = imported.known_facts
+    known, forgotten = imported.known_facts, imported.forgotten_facts
     skipped = f"; {known} profile fact(s) already kept, skipped" if known else ""
+    if forgotten:
+        skipped += f"; {forgotten} profile fact(s) deleted here with /forget, not brought back"
     print(f"imported {imported.records} records{skipped}", file=sys.stderr)
     return EXIT_OK
 

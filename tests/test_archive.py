@@ -248,6 +248,26 @@ async def test_facts_someone_deleted_are_not_inferred_again_from_their_imported_
         assert await there.store.profile_facts(person=ANA) == []
 
 
+async def test_an_import_does_not_bring_back_what_someone_deleted_with_forget(
+    app: App, tmp_path: Path
+) -> None:
+    await say(app, "hi")
+    await command(app, "remember", "I am vegetarian")
+    await command(app, "remember", "I work from Berlin")
+    await command(app, "remember", "likes tea", who="Bo")
+    exported = await app.store.export_records(channel_key=TEAM.channel_key)
+    await command(app, "forget", "1")  # Ana deletes one fact after the export was taken
+    await command(app, "remember", "I moved to Lyon")  # and keeps a newer one
+    await app.store.reset(conversation=TEAM, include_pins=True)
+    rows = [r for r in exported if r["type"] != "conversation"]  # its row stays after a reset
+    imported = await app.store.import_records(rows)  # the channel comes back from the file
+    assert (imported.known_facts, imported.forgotten_facts) == (1, 1)
+    ana = [fact.text for fact in await app.store.profile_facts(person=ANA)]
+    assert ana == ["I work from Berlin", "I moved to Lyon"]  # still there, and the newer one
+    bo = await app.store.profile_facts(person=Person("slack", "T1", "U2"))
+    assert [fact.text for fact in bo] == ["likes tea"]  # Bo never used /forget: untouched
+
+
 async def test_a_channel_carries_the_profiles_of_who_wrote_in_it_within_its_workspace(
     app: App,
 ) -> None:

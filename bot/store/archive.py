@@ -9,8 +9,10 @@ after an import: a round trip is exact.
 Profiles belong to a person in a workspace, not to a channel: a channel's export carries the
 profiles (facts, and when each person last used ``/forget``) of the people who wrote in it,
 in its workspace. On import, a fact its person's profile already holds (the same text, as
-``/remember`` compares) is skipped rather than refused, a fact whose id is taken gets a new
-one, and the later of two ``/forget`` times is kept; every other record must be new.
+``/remember`` compares) is skipped rather than refused, and so is a fact written before that
+person's last ``/forget`` in the database imported into (deleted there, or cleared with the
+rest of their profile: an import does not undo a ``/forget``); a fact whose id is taken gets a
+new one, and the later of two ``/forget`` times is kept; every other record must be new.
 
 A message from an export older than importance (no ``importance`` or ``marks``) is scored as
 the bot scores a message it stores, with no 📌 marks. Embedding vectors are not exported:
@@ -27,7 +29,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
@@ -92,6 +94,8 @@ class Imported:
     """Records written."""
     known_facts: int
     """Profile facts skipped: their person's profile already held the same text."""
+    forgotten_facts: int = 0
+    """Profile facts skipped: written before their person's last ``/forget`` here."""
 
 
 async def backup(db: aiosqlite.Connection, target: Path) -> None:
@@ -195,9 +199,12 @@ async def _insert(db: aiosqlite.Connection, record: dict[str, Any], *, keep_id: 
         raise ArchiveError(f"{record['type']} {ident}: {exc}; nothing imported") from None
 
 
-async def _import_fact(db: aiosqlite.Connection, record: dict[str, Any]) -> bool:
+async def _import_fact(
+    db: aiosqlite.Connection, record: dict[str, Any], forgot_at: float | None
+) -> Literal["written", "known", "forgotten"]:
     """A profile fact, unless its person's profile holds the same text (compared as
-    ``/remember`` does); under a new id when its own is another fact's."""
+    ``/remember`` does) or it was written before the person's last ``/forget`` here
+    (``forgot_at``); under a new id when its own is another fact's."""
     person = (record["platform"], record["workspace"], record["user_id"])
     kept = await db.execute_fetchall(
         "SELECT text FROM profile_facts WHERE platform = ? AND workspace = ? AND user_id = ?",
@@ -205,10 +212,12 @@ async def _import_fact(db: aiosqlite.Connection, record: dict[str, Any]) -> bool
     )
     text = record["text"].casefold()
     if any(str(row[0]).casefold() == text for row in kept):
-        return False
+        return "known"
+    if forgot_at is not None and _created_at(record) <= forgot_at:
+        return "forgotten"
     taken = await db.execute_fetchall("SELECT 1 FROM profile_facts WHERE id = ?", (record["id"],))
     await _insert(db, record, keep_id=not taken)
-    return True
+    return "written"
 
 
 async def _import_forget(db: aiosqlite.Connection, record: dict[str, Any]) -> None:
@@ -228,13 +237,24 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
     """Insert the records in one transaction, ids kept; nothing is written when any of them
     is already there (import into a database without that channel, e.g. after a reset),
     except profiles, which are merged (the module's docstring says how)."""
-    written = known = 0
+    written = known = forgotten = 0
     await db.execute("BEGIN IMMEDIATE")
     try:
+        # As this database had them before the import: the archive's own /forget times are
+        # the source's, and its facts outlived them there.
+        forgot = {
+            (str(row[0]), str(row[1]), str(row[2])): float(row[3])
+            for row in await db.execute_fetchall(
+                "SELECT platform, workspace, user_id, forgot_at FROM profile_forgets"
+            )
+        }
         for record in records:
             if record["type"] == "profile_fact":
-                if not await _import_fact(db, record):
-                    known += 1
+                person = (record["platform"], record["workspace"], record["user_id"])
+                outcome = await _import_fact(db, record, forgot.get(person))
+                known += outcome == "known"
+                forgotten += outcome == "forgotten"
+                if outcome != "written":
                     continue
             elif record["type"] == "profile_forget":
                 await _import_forget(db, record)
@@ -245,4 +265,13 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
         await db.execute("ROLLBACK")
         raise
     await db.execute("COMMIT")
-    return Imported(written, known)
+    return Imported(written, known, forgotten)
+
+
+def _created_at(record: dict[str, Any]) -> float:
+    try:
+        return float(record["created_at"])
+    except (TypeError, ValueError):
+        raise ArchiveError(
+            f"profile_fact {record.get('id')}: created_at is not a time; nothing imported"
+        ) from None
