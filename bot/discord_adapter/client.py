@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from typing import Any
 
 import discord
 
 from bot.config import DiscordConfig
-from bot.discord_adapter.facts import conversation_of, facts_of
+from bot.discord_adapter.facts import facts_of, parent_of
 from bot.discord_adapter.render import split_message
 from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
-from bot.discord_adapter.translate import is_pushpin, to_incoming
+from bot.discord_adapter.translate import conversation_for, is_pushpin, to_incoming
 from bot.engine import Engine, Pending
 from bot.models import Conversation, IncomingMessage, Reply
 
 log = logging.getLogger(__name__)
+
+_PARENTS = 4096  # uncached threads whose parent channel is remembered
 
 
 def intents() -> discord.Intents:
@@ -42,6 +46,7 @@ class MemoryClient(discord.Client):
         self._engine = engine
         self._settings = settings
         self._answer_channels = frozenset(settings.answer_channels)
+        self._parents: dict[int, asyncio.Future[int | None]] = {}
         self.tree = build_tree(self, CommandRunner(engine=engine, settings=settings))
 
     async def setup_hook(self) -> None:
@@ -55,15 +60,51 @@ class MemoryClient(discord.Client):
             synced = await self.tree.sync()
             log.info("synced %d commands globally (they can take a while to appear)", len(synced))
 
-    def _incoming(self, message: discord.Message) -> IncomingMessage | None:
+    async def _parent(self, guild_id: int | None, channel_id: int, channel: object) -> int | None:
+        """The parent channel when ``channel_id`` is a thread. A thread the client has not
+        cached (an archived one, say) comes as a bare id: Discord is asked once what it is,
+        so that its messages, edits, deletions and 📌 reach the thread's memory rather than
+        a conversation of their own."""
+        if guild_id is None or isinstance(channel, discord.Thread):
+            return parent_of(channel)
+        if channel is not None and not isinstance(channel, discord.PartialMessageable):
+            return None  # a channel the client knows
+        known = self._parents.get(channel_id)
+        if known is None:  # one request, however many events arrive meanwhile
+            if len(self._parents) >= _PARENTS:
+                self._parents.clear()
+            known = self._parents[channel_id] = asyncio.ensure_future(
+                self._fetch_parent(channel_id)
+            )
+        return await asyncio.shield(known)
+
+    async def _fetch_parent(self, channel_id: int) -> int | None:
+        try:
+            fetched = await self.fetch_channel(channel_id)
+        except Exception as exc:
+            # Whatever went wrong, the event is taken as a channel's; asked again next time.
+            self._parents.pop(channel_id, None)
+            log.warning("cannot tell whether channel %s is a thread (%s)", channel_id, exc)
+            return None
+        return parent_of(fetched)
+
+    async def _conversation(
+        self, guild_id: int | None, channel_id: int, channel: object
+    ) -> Conversation:
+        parent = await self._parent(guild_id, channel_id, channel)
+        return conversation_for(guild_id=guild_id, channel_id=channel_id, parent_id=parent)
+
+    async def _incoming(self, message: discord.Message) -> IncomingMessage | None:
         if self.user is None:
             return None
-        return to_incoming(
-            facts_of(message), bot_id=self.user.id, answer_channels=self._answer_channels
-        )
+        facts = facts_of(message)
+        if facts.parent_id is None:
+            parent = await self._parent(facts.guild_id, facts.channel_id, message.channel)
+            facts = dataclasses.replace(facts, parent_id=parent)
+        return to_incoming(facts, bot_id=self.user.id, answer_channels=self._answer_channels)
 
     async def on_message(self, message: discord.Message) -> None:
-        incoming = self._incoming(message)
+        incoming = await self._incoming(message)
         if incoming is None:
             return
         if not incoming.addressed:
@@ -100,7 +141,7 @@ class MemoryClient(discord.Client):
             await message.channel.send(part.text, allowed_mentions=NO_MENTIONS)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        incoming = self._incoming(payload.message)
+        incoming = await self._incoming(payload.message)
         if incoming is None or incoming.message_id is None:
             return
         await self._engine.edit_message(incoming.conversation, incoming.message_id, incoming.text)
@@ -112,9 +153,7 @@ class MemoryClient(discord.Client):
         await self._forget(payload.guild_id, payload.channel_id, sorted(payload.message_ids))
 
     async def _forget(self, guild_id: int | None, channel_id: int, message_ids: list[int]) -> None:
-        conversation = conversation_of(
-            guild_id=guild_id, channel_id=channel_id, channel=self.get_channel(channel_id)
-        )
+        conversation = await self._conversation(guild_id, channel_id, self.get_channel(channel_id))
         for message_id in message_ids:
             await self._engine.delete_message(conversation, str(message_id))
 
@@ -131,10 +170,8 @@ class MemoryClient(discord.Client):
             return
         if self.user is not None and payload.user_id == self.user.id:
             return
-        conversation = conversation_of(
-            guild_id=payload.guild_id,
-            channel_id=payload.channel_id,
-            channel=self.get_channel(payload.channel_id),
+        conversation = await self._conversation(
+            payload.guild_id, payload.channel_id, self.get_channel(payload.channel_id)
         )
         if not await self._engine.mark_important(conversation, str(payload.message_id), on):
             log.debug("ignoring a pushpin on a message not in memory")

@@ -19,6 +19,7 @@ from tests.support.fake_llm import FakeLLM
 TOKEN = "fake.bot.token"
 GUILD = 5001
 GENERAL, RANDOM, RELEASE_THREAD = 6001, 6002, 6101
+ARCHIVED_THREAD = 6102  # archived: not in discord.py's cache
 ANA = Person(7001, "Ana", nick="Ana N")
 BO = Person(7002, "Bo")
 OTHER_BOT = Person(7003, "Helper", bot=True)
@@ -34,6 +35,7 @@ def team_guild() -> FakeGuild:
         "Team",
         channels={GENERAL: "general", RANDOM: "random"},
         threads={RELEASE_THREAD: (GENERAL, "release")},
+        archived_threads={ARCHIVED_THREAD: (GENERAL, "last quarter")},
     )
 
 

@@ -118,6 +118,9 @@ class FakeGuild:
     """Text channel ids and names."""
     threads: dict[int, tuple[int, str]] = field(default_factory=dict)
     """Thread ids and their (parent id, name)."""
+    archived_threads: dict[int, tuple[int, str]] = field(default_factory=dict)
+    """Threads as ``threads``, archived: not in the server's state a client receives (so
+    not in discord.py's cache), known to ``GET /channels/{id}``."""
 
     @property
     def bot_role_id(self) -> int:
@@ -129,44 +132,46 @@ class FakeGuild:
         """A role people have, mentionable, not the bot's."""
         return self.id + 2
 
+    def channel_payload(self, channel_id: int) -> JSON:
+        return {
+            "id": str(channel_id),
+            "type": 0,
+            "guild_id": str(self.id),
+            "name": self.channels[channel_id],
+            "position": list(self.channels).index(channel_id),
+            "permission_overwrites": [],
+            "nsfw": False,
+            "parent_id": None,
+            "topic": None,
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+        }
+
+    def thread_payload(self, thread_id: int, owner: Person) -> JSON:
+        archived = thread_id in self.archived_threads
+        parent, name = (self.archived_threads if archived else self.threads)[thread_id]
+        return {
+            "id": str(thread_id),
+            "type": 11,
+            "guild_id": str(self.id),
+            "parent_id": str(parent),
+            "owner_id": str(owner.id),
+            "name": name,
+            "message_count": 0,
+            "member_count": 1,
+            "rate_limit_per_user": 0,
+            "last_message_id": None,
+            "thread_metadata": {
+                "archived": archived,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": "2026-01-01T00:00:00+00:00",
+                "locked": False,
+            },
+        }
+
     def payload(self, bot: Person) -> JSON:
-        channels = [
-            {
-                "id": str(cid),
-                "type": 0,
-                "guild_id": str(self.id),
-                "name": name,
-                "position": i,
-                "permission_overwrites": [],
-                "nsfw": False,
-                "parent_id": None,
-                "topic": None,
-                "last_message_id": None,
-                "rate_limit_per_user": 0,
-            }
-            for i, (cid, name) in enumerate(self.channels.items())
-        ]
-        threads = [
-            {
-                "id": str(tid),
-                "type": 11,
-                "guild_id": str(self.id),
-                "parent_id": str(parent),
-                "owner_id": str(bot.id),
-                "name": name,
-                "message_count": 0,
-                "member_count": 1,
-                "rate_limit_per_user": 0,
-                "last_message_id": None,
-                "thread_metadata": {
-                    "archived": False,
-                    "auto_archive_duration": 1440,
-                    "archive_timestamp": "2026-01-01T00:00:00+00:00",
-                    "locked": False,
-                },
-            }
-            for tid, (parent, name) in self.threads.items()
-        ]
+        channels = [self.channel_payload(cid) for cid in self.channels]
+        threads = [self.thread_payload(tid, bot) for tid in self.threads]
         return {
             "id": str(self.id),
             "name": self.name,
@@ -535,6 +540,7 @@ class FakeDiscord:
             (r"GET /oauth2/applications/@me", lambda r, b: self._json(self._application())),
             (r"PUT /applications/\d+/commands", lambda r, b: self._sync("global", b)),
             (r"PUT /applications/\d+/guilds/(\d+)/commands", lambda r, b, g: self._sync(g, b)),
+            (r"GET /channels/(\d+)", self._channel),
             (r"POST /channels/(\d+)/messages", self._send),
             (r"POST /channels/(\d+)/typing", self._typing),
             (r"POST /interactions/(\d+)/([^/]+)/callback", self._callback),
@@ -597,6 +603,15 @@ class FakeDiscord:
             "type": 0,
             "flags": body.get("flags", 0),
         }
+
+    def _channel(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
+        wanted = int(channel_id)
+        for guild in self.guilds:
+            if wanted in guild.channels:
+                return self._json(guild.channel_payload(wanted))
+            if wanted in guild.threads or wanted in guild.archived_threads:
+                return self._json(guild.thread_payload(wanted, self.bot))
+        return self._json({"message": "Unknown Channel", "code": 10003}, 404)
 
     def _send(self, request: web.Request, body: JSON, channel_id: str) -> web.Response:
         message = self._message_out(channel_id, body)
