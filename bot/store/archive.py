@@ -94,7 +94,7 @@ class Imported:
     """Records written."""
     known_facts: int
     """Profile facts skipped: their person's profile already held the same text."""
-    forgotten_facts: int = 0
+    forgotten_facts: int
     """Profile facts skipped: written before their person's last ``/forget`` here."""
 
 

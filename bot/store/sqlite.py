@@ -325,11 +325,9 @@ class SqliteStore:
     through aiosqlite.
     """
 
-    def __init__(
-        self, db: aiosqlite.Connection, path: str, reader: sqlite3.Connection | None = None
-    ) -> None:
+    def __init__(self, db: aiosqlite.Connection, path: str) -> None:
         self._db = db
-        self._reader = reader
+        self._reader: sqlite3.Connection | None = None  # opened once migrated (``open``)
         self.path = path
         self._write_lock = asyncio.Lock()
         self._known: set[str] = set()
