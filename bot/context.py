@@ -22,17 +22,19 @@ than every recalled message: what recall shows stays older than the whole window
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 
 from bot.config import MemoryConfig, Strategy
 from bot.models import FactSource, Person, Pin, ProfileFact, Role, StoredMessage, Summary
 from bot.recall import NOTHING, Recaller
-from bot.store.base import Store
+from bot.store.base import Store, TurnCost
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
-_FIRST_BATCH, _MAX_BATCH = 64, 1024
+_FIRST_PAGE, _MAX_PAGE = 32, 512  # turns asked for at a time
 _QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
 _WINDOW_STARTS = 10_000  # conversations whose per-conversation figures are remembered
 PROFILE_SHARE = 0.1
@@ -101,21 +103,33 @@ class Prompt:
 
 @dataclass(frozen=True)
 class _Fit:
-    turns: set[int]
-    """The turns kept in the prompt."""
+    kept: tuple[TurnCost, ...]
+    """The turns kept in the prompt, newest first."""
     tokens: int
     left_out: bool
-    costs: dict[int, int] = field(default_factory=dict)
-    """The cost of each kept turn."""
     boundary: int | None = None
     """The newest turn left out for lack of room (or past the window, or recalled): it and
-    older turns were not read."""
+    older turns were not looked at."""
     next_cost: int | None = None
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
-    members: tuple[tuple[int, int], ...] = ()
-    """``(id, turn)`` of the kept turns' messages, oldest first."""
-    important: frozenset[int] = frozenset()
-    """The kept turns that hold an important message."""
+
+    @cached_property
+    def turns(self) -> frozenset[int]:
+        return frozenset(turn.turn for turn in self.kept)
+
+    @cached_property
+    def members(self) -> list[int]:
+        """The kept turns' message ids, ascending (turns' messages may interleave)."""
+        return sorted(chain.from_iterable(turn.ids for turn in self.kept))
+
+
+def _turn_id(turn: TurnCost) -> int:
+    return turn.turn
+
+
+def _cost(turn: TurnCost) -> int:
+    """What a turn takes in the prompt: its messages and the chat format's overhead for each."""
+    return turn.tokens + MESSAGE_OVERHEAD * len(turn.ids)
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
@@ -184,9 +198,9 @@ class Assembler:
         """Per conversation, the first message id of the last prompt's recent turns."""
         self._whole: set[str] = set()
         """Conversations whose last prompt held every message (no summary, nothing left out)."""
-        self._rows_read: dict[str, int] = {}
-        """Per conversation, how many index rows the last fit read: the next one reads about
-        as many, in one batch rather than several."""
+        self._turns_read: dict[str, int] = {}
+        """Per conversation, how many turns the last fit needed: the next one asks for about
+        as many at once rather than in several requests."""
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self.system_tokens = self._count(system_prompt)
@@ -317,7 +331,7 @@ class Assembler:
                 hold=hold,
             )
             if found and self._recaller is not None:
-                start = fit.members[0][0] if fit.members else through_id + 1
+                start = fit.members[0] if fit.members else through_id + 1
                 self._remember_start(conversation_key, start)
                 left = budget - fixed - fit.tokens
                 older = [m for m in found if m.id < start]
@@ -382,10 +396,9 @@ class Assembler:
     async def _rows(self, conversation_key: str, fit: _Fit) -> Sequence[StoredMessage]:
         """The kept turns' messages in order, read once the turns are chosen; the store has
         most of them in memory from the previous prompt."""
-        if not fit.members:
+        if not fit.kept:
             return []
-        ids = [message_id for message_id, _ in fit.members]
-        return await self._store.window_messages(conversation_key=conversation_key, ids=ids)
+        return await self._store.window_messages(conversation_key=conversation_key, ids=fit.members)
 
     def _remember_whole(self, conversation_key: str, whole: bool) -> None:
         if not whole:
@@ -439,54 +452,35 @@ class Assembler:
         hold: int = 0,
         stop_turns: frozenset[int] = frozenset(),
     ) -> _Fit:
-        """Choose the newest turns that fit, reading only (id, turn, tokens) per message.
+        """Choose the newest turns that fit, from their costs alone (no message text).
 
         Turns other than the current one leave ``hold`` tokens free (for recall); the fit
         stops before a turn in ``stop_turns``."""
         max_turns = self._max_turns()
-        kept: set[int] = set()
-        costs_of: dict[int, int] = {}
-        pending: dict[int, int] = {}  # turn id -> cost of its messages read so far
-        read: list[tuple[int, int, int, int]] = []  # (id, turn, tokens, important), newest first
+        kept: list[TurnCost] = []
         remaining = available
-        upper = through_id
+        before: int | None = None
         skipped = False
-        batch = max(_FIRST_BATCH, min(self._rows_read.get(conversation_key, 0) + 8, _MAX_BATCH))
+        limit = max(_FIRST_PAGE, min(self._turns_read.get(conversation_key, 0) + 4, _MAX_PAGE))
 
-        def done(fit: _Fit) -> _Fit:
-            members: list[tuple[int, int]] = []
-            important: set[int] = set()
-            last = -1
-            for index, (message_id, turn_id, _, weighty) in enumerate(read):
-                if turn_id in kept:
-                    members.append((message_id, turn_id))
-                    last = index
-                    if weighty:
-                        important.add(turn_id)
-            members.reverse()
-            # The rows down to the oldest kept message, not the whole last batch: the next
-            # fit needs about as many (the batch adds a few for the turn that did not fit).
-            _remember(self._rows_read, conversation_key, last + 1 if members else len(read))
-            return replace(fit, members=tuple(members), important=frozenset(important))
+        def done(left_out: bool, boundary: int | None = None, next_cost: int | None = None) -> _Fit:
+            # The next fit needs about as many turns (and one more, the one that did not fit).
+            _remember(self._turns_read, conversation_key, len(kept) + 1)
+            return _Fit(tuple(kept), available - remaining, left_out, boundary, next_cost)
 
         while True:
-            costs = await self._store.message_costs(
+            turns = await self._store.turn_costs(
                 conversation_key=conversation_key,
-                through_id=upper,
+                through_id=through_id,
                 after_turn=after_turn,
-                limit=batch,
+                before_turn=before,
+                limit=limit,
             )
-            read.extend(costs)
-            for _, turn_id, tokens, _ in costs:
-                pending[turn_id] = pending.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
-            exhausted = len(costs) < batch
-            batch = min(batch * 2, _MAX_BATCH)
-            if costs:
-                upper = costs[-1][0] - 1
-            # A turn is complete once its first message (id == turn id) has been read.
-            ready = sorted((t for t in pending if exhausted or t > upper), reverse=True)
-            for turn_id in ready:
-                cost = pending.pop(turn_id)
+            if not turns:
+                return done(skipped)
+            for turn in turns:
+                turn_id = turn.turn
+                cost = turn.tokens + MESSAGE_OVERHEAD * len(turn.ids)
                 if current_id is not None and turn_id == current_id:
                     if cost > remaining:
                         raise PromptTooLarge(
@@ -496,21 +490,18 @@ class Assembler:
                             "shorter excerpt."
                         )
                 elif max_turns is not None and len(kept) >= max_turns:
-                    return done(_Fit(kept, available - remaining, True, costs_of, turn_id))
+                    return done(True, turn_id)
                 elif cost > remaining - hold:
                     if cost > available:
                         skipped = True  # can never fit: skip it rather than lose all before
                         continue
-                    return done(
-                        _Fit(kept, available - remaining, True, costs_of, turn_id, next_cost=cost)
-                    )
+                    return done(True, turn_id, cost)
                 elif turn_id in stop_turns:
-                    return done(_Fit(kept, available - remaining, True, costs_of, turn_id))
-                kept.add(turn_id)
-                costs_of[turn_id] = cost
+                    return done(True, turn_id)
+                kept.append(turn)
                 remaining -= cost
-            if exhausted:
-                return done(_Fit(kept, available - remaining, skipped, costs_of))
+            before = turns[-1].turn
+            limit = min(limit * 2, _MAX_PAGE)
 
     def _max_turns(self) -> int | None:
         return self._memory.window_turns if self._memory.strategy is Strategy.WINDOW else None
@@ -531,73 +522,57 @@ class Assembler:
         current one); then put back what still fits of what was exchanged. Decided from the
         messages' costs alone; returns the new fit."""
         assert fit.boundary is not None
-        older: dict[int, list[int]] = {}  # turn -> its message ids
-        costs = dict(fit.costs)
-        for message_id, turn_id, tokens in await self._store.important_turn_costs(
-            conversation_key=conversation_key,
-            through_id=through_id,
-            after_turn=max(after_turn, after),
-            through_turn=fit.boundary,
-            turns=IMPORTANT_LOOKBACK,
-        ):
-            if turn_id in fit.turns:
-                continue
-            older.setdefault(turn_id, []).append(message_id)
-            costs[turn_id] = costs.get(turn_id, 0) + tokens + MESSAGE_OVERHEAD
-        candidates = sorted(older, reverse=True)
+        candidates = [
+            turn
+            for turn in await self._store.important_turns(
+                conversation_key=conversation_key,
+                through_id=through_id,
+                after_turn=max(after_turn, after),
+                through_turn=fit.boundary,
+                turns=IMPORTANT_LOOKBACK,
+            )
+            if turn.turn not in fit.turns
+        ]  # newest first
         if not candidates:
             return fit
-        newest_first = sorted(fit.turns, reverse=True)
-        protected = set(newest_first[: self._memory.keep_recent_turns])
-        if current_id is not None:
-            protected.add(current_id)
-        keep = protected | fit.important
-        evictable = [t for t in reversed(newest_first) if t not in keep]
+        # Outside the newest keep_recent_turns and the current one, small talk, oldest first.
+        evictable = [
+            turn
+            for turn in reversed(fit.kept[self._memory.keep_recent_turns :])
+            if not turn.important and turn.turn != current_id
+        ]
         max_turns = self._max_turns()
-        if not evictable and (max_turns is not None and len(fit.turns) >= max_turns):
+        if not evictable and (max_turns is not None and len(fit.kept) >= max_turns):
             return fit
-        kept, remaining = set(fit.turns), available - fit.tokens
-        promoted: set[int] = set()
-        evicted: list[int] = []
+        count, remaining = len(fit.kept), available - fit.tokens
+        promoted: list[TurnCost] = []
+        evicted: list[TurnCost] = []
         for candidate in candidates:
-            cost = costs.get(candidate, available + 1)
+            cost = _cost(candidate)
             if cost > available:
                 continue
             taken, freed = 0, 0
             while (
-                freed + remaining < cost
-                or (max_turns is not None and len(kept) - taken >= max_turns)
+                freed + remaining < cost or (max_turns is not None and count - taken >= max_turns)
             ) and taken < len(evictable):
-                freed += costs[evictable[taken]]
+                freed += _cost(evictable[taken])
                 taken += 1
-            if freed + remaining < cost or (
-                max_turns is not None and len(kept) - taken >= max_turns
-            ):
+            if freed + remaining < cost or (max_turns is not None and count - taken >= max_turns):
                 continue
-            for turn_id in evictable[:taken]:
-                kept.discard(turn_id)
-                evicted.append(turn_id)
+            evicted += evictable[:taken]
             evictable = evictable[taken:]
-            kept.add(candidate)
-            promoted.add(candidate)
+            count += 1 - taken
+            promoted.append(candidate)
             remaining += freed - cost
-        for turn_id in sorted(evicted, reverse=True):  # newest first, while they fit
-            if costs[turn_id] > remaining or (max_turns is not None and len(kept) >= max_turns):
-                break
-            kept.add(turn_id)
-            remaining -= costs[turn_id]
         if not promoted:
             return fit
-        # The kept turns' messages with the promoted ones', in id order (a promoted turn's
-        # late reply may come after a kept turn's messages).
-        shown = [member for member in fit.members if member[1] in kept]
-        extra = [(i, turn_id) for turn_id in promoted for i in older[turn_id]]
-        return _Fit(
-            kept,
-            available - remaining,
-            True,
-            {t: costs[t] for t in kept},
-            fit.boundary,
-            members=tuple(sorted(shown + extra)),
-            important=(fit.important & kept) | frozenset(promoted),
-        )
+        gone = {turn.turn for turn in evicted}
+        for turn in sorted(evicted, key=_turn_id, reverse=True):  # newest first, while they fit
+            if _cost(turn) > remaining or (max_turns is not None and count >= max_turns):
+                break
+            gone.discard(turn.turn)
+            count += 1
+            remaining -= _cost(turn)
+        kept = [turn for turn in fit.kept if turn.turn not in gone] + promoted
+        kept.sort(key=_turn_id, reverse=True)
+        return _Fit(tuple(kept), available - remaining, True, fit.boundary)

@@ -106,12 +106,16 @@ async def test_prompt_reads_do_not_wait_for_another_process_writing(tmp_path: Pa
             (GENERAL.key,),
         )
         costs = await asyncio.wait_for(
-            store.message_costs(
-                conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+            store.turn_costs(
+                conversation_key=GENERAL.key,
+                through_id=10**9,
+                after_turn=0,
+                before_turn=None,
+                limit=10,
             ),
             timeout=5,  # the busy timeout is a minute: waiting would fail here
         )
-        assert [row[0] for row in costs] == [first]
+        assert [turn.ids for turn in costs] == [(first,)]
         other.execute("COMMIT")
         rows = await store.recent_messages(
             conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
@@ -127,12 +131,11 @@ async def test_an_in_memory_database_serves_every_read() -> None:
     try:
         question = await add(store, "question")
         await add(store, "answer", reply_to=question)
-        costs = await store.message_costs(
-            conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+        costs = await store.turn_costs(
+            conversation_key=GENERAL.key, through_id=10**9, after_turn=0, before_turn=None, limit=10
         )
-        rows = await store.window_messages(
-            conversation_key=GENERAL.key, ids=[row[0] for row in reversed(costs)]
-        )
+        assert [turn.ids for turn in costs] == [(question, question + 1)]
+        rows = await store.window_messages(conversation_key=GENERAL.key, ids=list(costs[0].ids))
         assert [(r.content, r.turn_id) for r in rows] == [
             ("question", question),
             ("answer", question),

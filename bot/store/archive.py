@@ -238,6 +238,7 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
     is already there (import into a database without that channel, e.g. after a reset),
     except profiles, which are merged (the module's docstring says how)."""
     written = known = forgotten = 0
+    touched: set[str] = set()
     await db.execute("BEGIN IMMEDIATE")
     try:
         # As this database had them before the import: the archive's own /forget times are
@@ -260,7 +261,13 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
                 await _import_forget(db, record)
             else:
                 await _insert(db, record, keep_id=True)
+                if record["type"] == "message":
+                    touched.add(str(record["conversation"]))
             written += 1
+        # What a running bot holds of these conversations' turns is read again.
+        await db.executemany(
+            "INSERT INTO message_changes (conversation) VALUES (?)", [(k,) for k in touched]
+        )
     except BaseException:
         await db.execute("ROLLBACK")
         raise

@@ -54,6 +54,20 @@ class ConversationInfo:
     last_message_at: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnCost:
+    """A turn as choosing a prompt's turns sees it: no text, only what fitting it takes."""
+
+    turn: int
+    """The turn's id: its first message's."""
+    ids: tuple[int, ...]
+    """Its messages' ids (through the prompt's last message), ascending."""
+    tokens: int
+    """Their token counts added up (without the chat format's overhead per message)."""
+    important: bool
+    """One of them is scored important or marked with 📌."""
+
+
 @dataclass(frozen=True)
 class Calibration:
     model: str
@@ -96,7 +110,7 @@ class Store(Protocol):
         (a thread's copy of its root too); False when no conversation there has it."""
         ...
 
-    async def important_turn_costs(
+    async def important_turns(
         self,
         *,
         conversation_key: str,
@@ -104,10 +118,9 @@ class Store(Protocol):
         after_turn: int,
         through_turn: int,
         turns: int,
-    ) -> Sequence[tuple[int, int, int]]:
-        """``(id, turn id, tokens)`` of the messages (id ``<= through_id``) of the newest
-        ``turns`` turns after ``after_turn`` through ``through_turn`` that hold an important
-        message, oldest first."""
+    ) -> Sequence[TurnCost]:
+        """The newest ``turns`` turns after ``after_turn`` through ``through_turn`` that hold
+        an important message (counting messages with id ``<= through_id``), newest first."""
         ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
@@ -126,11 +139,21 @@ class Store(Protocol):
         """Messages with id ``<= through_id`` whose turn is after ``after_turn``, newest first."""
         ...
 
-    async def message_costs(
-        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
-    ) -> Sequence[tuple[int, int, int, int]]:
-        """``(id, turn id, tokens, important)`` of the messages ``recent_messages`` would
-        return, newest first; ``important`` is 1 for a message scored important or marked."""
+    async def turn_costs(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        before_turn: int | None,
+        limit: int,
+    ) -> Sequence[TurnCost]:
+        """The newest turns (at most ``limit``, at least one while there are any) after
+        ``after_turn`` and before ``before_turn`` (None: any) that begin by ``through_id``,
+        newest first, each with its messages with id ``<= through_id``: what
+        ``recent_messages`` would return, as turns; none once there are no more. Called for
+        every prompt: a store may keep them in memory between prompts (SQLite does) as long
+        as it sees every change to them, whichever process makes it."""
         ...
 
     async def messages_between(

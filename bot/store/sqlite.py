@@ -25,8 +25,9 @@ from bot.models import (
     render_content,
 )
 from bot.store import archive
-from bot.store.base import Calibration, ConversationInfo, NewSummary, UsageTotals
+from bot.store.base import Calibration, ConversationInfo, NewSummary, TurnCost, UsageTotals
 from bot.store.rowcache import RowCache
+from bot.store.turncache import TurnCache
 
 _MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -207,6 +208,29 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_important_by_turn ON messages (conversation, COALESCE(reply_to, id))
         WHERE importance > 0 OR marks > 0;
     """,
+    # 7: a journal of the changes to stored messages that change what choosing a prompt's
+    # turns sees (deleted; tokens or importance changed), whichever connection makes them, so
+    # that what a process keeps in memory of the newest turns (bot.store.turncache) stays
+    # true. message_id NULL: the whole conversation changed (reset, import, recount).
+    """
+    CREATE TABLE message_changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation TEXT NOT NULL,
+        message_id INTEGER,
+        deleted INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX message_changes_by_conversation ON message_changes (conversation, seq);
+    CREATE TRIGGER message_changes_update AFTER UPDATE OF tokens, importance, marks ON messages
+    WHEN old.tokens IS NOT new.tokens
+        OR (old.importance > 0 OR old.marks > 0) IS NOT (new.importance > 0 OR new.marks > 0)
+    BEGIN
+        INSERT INTO message_changes (conversation, message_id) VALUES (new.conversation, new.id);
+    END;
+    CREATE TRIGGER message_changes_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO message_changes (conversation, message_id, deleted)
+            VALUES (old.conversation, old.id, 1);
+    END;
+    """,
 )
 
 _INDEX_ON_INSERT = """
@@ -332,6 +356,7 @@ class SqliteStore:
         self._write_lock = asyncio.Lock()
         self._known: set[str] = set()
         self._rows = RowCache()
+        self._turns = TurnCache(self._read, self._data_version)
 
     @classmethod
     async def open(
@@ -377,6 +402,12 @@ class SqliteStore:
         if self._reader is None:
             return list(await self._db.execute_fetchall(sql, params))
         return self._reader.execute(sql, params).fetchall()
+
+    def _data_version(self) -> int | None:
+        """The read connection's data version: it changes when another connection commits."""
+        if self._reader is None:
+            return None
+        return int(self._reader.execute("PRAGMA data_version").fetchone()[0])
 
     async def _migrate(self) -> None:
         rows = await self._db.execute_fetchall("PRAGMA user_version")
@@ -514,7 +545,7 @@ class SqliteStore:
                 self._rows.drop(key, platform_id=message_id)
         return changed > 0
 
-    async def important_turn_costs(
+    async def important_turns(
         self,
         *,
         conversation_key: str,
@@ -522,30 +553,14 @@ class SqliteStore:
         after_turn: int,
         through_turn: int,
         turns: int,
-    ) -> Sequence[tuple[int, int, int]]:
-        # The newest important turns, through the partial index that holds only important
-        # messages (no small talk is read); their messages' costs come from the covering turn
-        # index: no message text is read.
-        rows = await self._read(
-            "SELECT id, COALESCE(reply_to, id), tokens FROM messages"
-            " INDEXED BY messages_by_turn"
-            " WHERE conversation = :conversation AND id <= :through"
-            " AND COALESCE(reply_to, id) IN ("
-            "  SELECT DISTINCT COALESCE(reply_to, id) AS turn FROM messages"
-            "  INDEXED BY messages_important_by_turn"
-            "  WHERE conversation = :conversation AND (importance > 0 OR marks > 0)"
-            "  AND turn > :after AND turn <= :through_turn AND id <= :through"
-            "  ORDER BY turn DESC LIMIT :turns)"
-            " ORDER BY id",
-            {
-                "conversation": conversation_key,
-                "through": through_id,
-                "after": after_turn,
-                "through_turn": through_turn,
-                "turns": turns,
-            },
+    ) -> Sequence[TurnCost]:
+        return await self._turns.important(
+            conversation_key,
+            through_id=through_id,
+            after_turn=after_turn,
+            through_turn=through_turn,
+            turns=turns,
         )
-        return rows
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
@@ -586,18 +601,22 @@ class SqliteStore:
         )
         return [_message(row) for row in rows]
 
-    async def message_costs(
-        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
-    ) -> Sequence[tuple[int, int, int, int]]:
-        # Answered from the covering index alone: no message text is read.
-        rows = await self._read(
-            "SELECT id, COALESCE(reply_to, id), tokens, importance > 0 OR marks > 0"
-            " FROM messages"
-            " WHERE conversation = ? AND id > ? AND id <= ? AND COALESCE(reply_to, id) > ?"
-            " ORDER BY id DESC LIMIT ?",
-            (conversation_key, after_turn, through_id, after_turn, limit),
+    async def turn_costs(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        before_turn: int | None,
+        limit: int,
+    ) -> Sequence[TurnCost]:
+        return await self._turns.turns(
+            conversation_key,
+            through_id=through_id,
+            after_turn=after_turn,
+            before_turn=before_turn,
+            limit=limit,
         )
-        return rows
 
     async def messages_between(
         self, *, conversation_key: str, first_id: int, through_id: int
@@ -905,6 +924,9 @@ class SqliteStore:
             cursor = await self._db.execute("DELETE FROM messages WHERE conversation = ?", (key,))
             deleted = cursor.rowcount
             self._rows.drop(key)
+            # The journal's entries for each deleted message, as one for the conversation.
+            await self._db.execute("DELETE FROM message_changes WHERE conversation = ?", (key,))
+            await self._db.execute("INSERT INTO message_changes (conversation) VALUES (?)", (key,))
             await self._db.execute("DELETE FROM summaries WHERE conversation = ?", (key,))
             await self._db.execute(
                 "INSERT INTO conversations (key, channel_key, generation, created_at)"
@@ -983,6 +1005,7 @@ class SqliteStore:
         """Recount every stored token count (after the chat model's encoding changed)."""
         updated = 0
         self._rows.clear()
+        self._turns.clear()
         async with self._transaction():
             rows = await self._db.execute_fetchall(
                 "SELECT id, role, author_name, content FROM messages"
@@ -992,6 +1015,11 @@ class SqliteStore:
                 [(count(render_content(Role(r[1]), r[2], r[3])), r[0]) for r in rows],
             )
             updated += len(list(rows))
+            # The journal's entries for each recounted message, as one per conversation.
+            await self._db.execute("DELETE FROM message_changes")
+            await self._db.execute(
+                "INSERT INTO message_changes (conversation) SELECT key FROM conversations"
+            )
             for table, column in (
                 ("pins", "text"),
                 ("summaries", "content"),
@@ -1022,6 +1050,7 @@ class SqliteStore:
             imported = await archive.import_records(self._db, records)
         self._known.clear()
         self._rows.clear()
+        self._turns.clear()
         return imported
 
     async def ping(self) -> bool:
