@@ -27,7 +27,16 @@ from functools import cached_property
 from itertools import chain
 
 from bot.config import MemoryConfig, Strategy
-from bot.models import FactSource, Person, Pin, ProfileFact, Role, StoredMessage, Summary
+from bot.models import (
+    FactSource,
+    Person,
+    Pin,
+    ProfileFact,
+    Role,
+    StoredMessage,
+    Summary,
+    prompt_messages,
+)
 from bot.recall import NOTHING, Recaller
 from bot.store.base import Store, TurnCost
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
@@ -121,10 +130,6 @@ class _Fit:
     def members(self) -> list[int]:
         """The kept turns' message ids, ascending (turns' messages may interleave)."""
         return sorted(chain.from_iterable(turn.ids for turn in self.kept))
-
-
-def _turn_id(turn: TurnCost) -> int:
-    return turn.turn
 
 
 def _cost(turn: TurnCost) -> int:
@@ -367,7 +372,7 @@ class Assembler:
         messages = [{"role": "system", "content": self.head_text(pins, summary, profile_text)}]
         if recalled.messages:
             messages.append(recalled.prompt_message())
-        messages.extend(row.prompt_message() for row in rows)
+        messages.extend(prompt_messages(rows))
         pins_part = self.pins_tokens(pins)
         profile_part = self._count(profile_text) if profile_text else 0
         summary_part = self._count(render_summary(summary)) if summary else 0
@@ -522,17 +527,14 @@ class Assembler:
         current one); then put back what still fits of what was exchanged. Decided from the
         messages' costs alone; returns the new fit."""
         assert fit.boundary is not None
-        candidates = [
-            turn
-            for turn in await self._store.important_turns(
-                conversation_key=conversation_key,
-                through_id=through_id,
-                after_turn=max(after_turn, after),
-                through_turn=fit.boundary,
-                turns=IMPORTANT_LOOKBACK,
-            )
-            if turn.turn not in fit.turns
-        ]  # newest first
+        # Newest first, and all older than every kept turn (the fit kept only newer ones).
+        candidates = await self._store.important_turns(
+            conversation_key=conversation_key,
+            through_id=through_id,
+            after_turn=max(after_turn, after),
+            through_turn=fit.boundary,
+            turns=IMPORTANT_LOOKBACK,
+        )
         if not candidates:
             return fit
         # Outside the newest keep_recent_turns and the current one, small talk, oldest first.
@@ -541,38 +543,41 @@ class Assembler:
             for turn in reversed(fit.kept[self._memory.keep_recent_turns :])
             if not turn.important and turn.turn != current_id
         ]
+        frees = [_cost(turn) for turn in evictable]
         max_turns = self._max_turns()
         if not evictable and (max_turns is not None and len(fit.kept) >= max_turns):
             return fit
         count, remaining = len(fit.kept), available - fit.tokens
         promoted: list[TurnCost] = []
-        evicted: list[TurnCost] = []
+        out = 0  # evictable[:out] are exchanged for promoted turns
         for candidate in candidates:
             cost = _cost(candidate)
             if cost > available:
                 continue
-            taken, freed = 0, 0
+            taken, freed = out, 0
             while (
-                freed + remaining < cost or (max_turns is not None and count - taken >= max_turns)
+                freed + remaining < cost
+                or (max_turns is not None and count - (taken - out) >= max_turns)
             ) and taken < len(evictable):
-                freed += _cost(evictable[taken])
+                freed += frees[taken]
                 taken += 1
-            if freed + remaining < cost or (max_turns is not None and count - taken >= max_turns):
+            if freed + remaining < cost or (
+                max_turns is not None and count - (taken - out) >= max_turns
+            ):
                 continue
-            evicted += evictable[:taken]
-            evictable = evictable[taken:]
-            count += 1 - taken
+            count += 1 - (taken - out)
+            out = taken
             promoted.append(candidate)
             remaining += freed - cost
         if not promoted:
             return fit
-        gone = {turn.turn for turn in evicted}
-        for turn in sorted(evicted, key=_turn_id, reverse=True):  # newest first, while they fit
-            if _cost(turn) > remaining or (max_turns is not None and count >= max_turns):
+        gone = {turn.turn for turn in evictable[:out]}
+        for index in range(out - 1, -1, -1):  # newest first, while they fit
+            if frees[index] > remaining or (max_turns is not None and count >= max_turns):
                 break
-            gone.discard(turn.turn)
+            gone.discard(evictable[index].turn)
             count += 1
-            remaining -= _cost(turn)
-        kept = [turn for turn in fit.kept if turn.turn not in gone] + promoted
-        kept.sort(key=_turn_id, reverse=True)
-        return _Fit(tuple(kept), available - remaining, True, fit.boundary)
+            remaining -= frees[index]
+        # Still newest first: the promoted turns are older than the kept ones.
+        kept = (*(turn for turn in fit.kept if turn.turn not in gone), *promoted)
+        return _Fit(kept, available - remaining, True, fit.boundary)

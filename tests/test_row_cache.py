@@ -125,15 +125,16 @@ def test_memory_follows_the_last_prompt_and_is_bounded() -> None:
     cache.add("c", row(101, "x" * 10))
     cache.keep("c", [row(100, "x" * 10)])  # 101 came after it; 1-40 are older
     held = [r.id for r in cache.get_many("c", range(1, 102)) if r is not None]
-    assert held == [*range(25, 41), 100, 101]  # the newest 16 older rows stay, no more
-    assert cache.chars == 180
+    # More than 16 older rows: the newest 8 stay (the next prompts cut again only past 16).
+    assert held == [*range(33, 41), 100, 101]
+    assert cache.chars == 100
     assert cache.get_many("other", [100]) == [None]  # never another conversation's row
     cache.keep("d", [row(200, "y" * 500)])
     cache.keep(
-        "e", [row(300, "z" * 400)]
-    )  # 180 + 500 + 400 > 1,000: "c", used least recently, goes
+        "e", [row(300, "z" * 410)]
+    )  # 100 + 500 + 410 > 1,000: "c", used least recently, goes
     assert cache.get_many("c", [100]) == [None]
-    assert cache.chars == 900
+    assert cache.chars == 910
 
 
 async def test_a_pushpin_after_a_message_was_in_a_prompt_reaches_the_next_prompts_rows(
@@ -146,3 +147,13 @@ async def test_a_pushpin_after_a_message_was_in_a_prompt_reaches_the_next_prompt
     assert await app.engine.mark_important(GENERAL, "m1", True)
     after = await build_through(app, last.id)
     assert [row.important for row in after.window if row.message_id == "m1"] == [True]
+
+
+def test_a_window_held_whole_is_served_and_one_row_missing_is_not() -> None:
+    cache = RowCache()
+    cache.keep("c", [row(i, "x") for i in range(1, 11)])
+    assert [r.id for r in cache.window("c", [3, 4, 9]) or []] == [3, 4, 9]
+    assert cache.window("c", [3, 11]) is None  # 11 must be read: the caller asks the database
+    assert cache.window("other", [3]) is None
+    cache.add("c", row(11, "x"))
+    assert [r.id for r in cache.window("c", [10, 11]) or []] == [10, 11]

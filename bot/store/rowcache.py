@@ -71,12 +71,34 @@ class RowCache:
                 grown += len(row.content)
         self._chars[conversation_key] += grown
         self._total += grown
-        oldest = window[0].id
-        before = [i for i in rows if i < oldest]
-        surplus = len(before) - (len(window) // 2 + 16)
-        if surplus > 0:
-            self._remove(conversation_key, sorted(before)[:surplus])
+        self._let_go(conversation_key, rows, window)
         self._evict()
+
+    def window(self, conversation_key: str, ids: Sequence[int]) -> list[StoredMessage] | None:
+        """The rows of ``ids`` when every one is held (then kept as :meth:`keep` keeps a
+        window), else None: the usual case, with no row to add."""
+        rows = self._conversations.get(conversation_key)
+        if rows is None or not ids:
+            return None
+        try:
+            window = list(map(rows.__getitem__, ids))
+        except KeyError:
+            return None
+        self._conversations.move_to_end(conversation_key)
+        self._let_go(conversation_key, rows, window)
+        return window
+
+    def _let_go(
+        self, conversation_key: str, rows: dict[int, StoredMessage], window: Sequence[StoredMessage]
+    ) -> None:
+        """Past ``len(window) // 2 + 16`` rows older than the window, let the oldest go down
+        to half that (so that the rows held are looked through only every so many prompts)."""
+        allowed = len(window) // 2 + 16
+        if len(rows) - len(window) > allowed:  # else no more than that are older than it
+            oldest = window[0].id
+            before = sorted(i for i in rows if i < oldest)
+            if len(before) > allowed:
+                self._remove(conversation_key, before[: len(before) - allowed // 2])
 
     def add(self, conversation_key: str, row: StoredMessage) -> None:
         """A message just stored: the next prompt of its conversation will hold it."""

@@ -632,17 +632,19 @@ class SqliteStore:
         self, *, conversation_key: str, ids: Sequence[int]
     ) -> Sequence[StoredMessage]:
         # Served from the row cache; only rows it lacks (usually none) are read, in one range.
+        held = self._rows.window(conversation_key, ids)
+        if held is not None or not ids:
+            return held or []
         found = self._rows.get_many(conversation_key, ids)
         missing = [i for i, row in zip(ids, found, strict=True) if row is None]
-        if missing:
-            wanted = set(missing)
-            rows = await self._read(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
-                " WHERE conversation = ? AND id >= ? AND id <= ? ORDER BY id",
-                (conversation_key, min(missing), max(missing)),
-            )
-            read = {row.id: row for row in map(_message, rows) if row.id in wanted}
-            found = [read.get(i) if row is None else row for i, row in zip(ids, found, strict=True)]
+        wanted = set(missing)
+        rows = await self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages"  # noqa: S608 (constant columns)
+            " WHERE conversation = ? AND id >= ? AND id <= ? ORDER BY id",
+            (conversation_key, min(missing), max(missing)),
+        )
+        read = {row.id: row for row in map(_message, rows) if row.id in wanted}
+        found = [read.get(i) if row is None else row for i, row in zip(ids, found, strict=True)]
         window = [row for row in found if row is not None]
         self._rows.keep(conversation_key, window)
         return window
