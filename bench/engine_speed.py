@@ -439,14 +439,19 @@ async def open_size(
 
 
 async def measure(results: Sequence[Result], args: argparse.Namespace) -> None:
-    """Round-robin over the sizes (alternating direction), one turn each per round, so that
-    a slow spell of a shared machine lands on every size alike rather than on one."""
-    for number in range(args.warmup + args.turns):
-        order = results if number % 2 == 0 else list(reversed(results))
-        for result in order:
-            sample = await one_turn(result.engine, result.gen, grow=args.grow)
-            if number >= args.warmup:
-                result.samples.append(sample)
+    """Each ``--recall-tokens`` value in turn; within one, round-robin over the sizes
+    (alternating direction), one turn each per round, so that a slow spell of a shared
+    machine lands on every size alike rather than on one. Values are measured one after the
+    other, not interleaved: a bot runs one configuration, and interleaved, each value's turns
+    were slowed by the other's (recall's search fills the processor's caches with its index)."""
+    for recall_tokens in args.recall_tokens:
+        group = [result for result in results if result.recall_tokens == recall_tokens]
+        for number in range(args.warmup + args.turns):
+            order = group if number % 2 == 0 else list(reversed(group))
+            for result in order:
+                sample = await one_turn(result.engine, result.gen, grow=args.grow)
+                if number >= args.warmup:
+                    result.samples.append(sample)
 
 
 async def profile_size(result: Result, args: argparse.Namespace) -> str:
@@ -593,7 +598,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         nargs="+",
         default=[0, 1000],
         help="memory.recall_tokens (default: 0 and 1000, recall off and the shipped default); "
-        "several values are measured interleaved, each on a copy of the same history",
+        "several values are measured one after the other, each on a copy of the same history",
     )
     parser.add_argument(
         "--db-dir",

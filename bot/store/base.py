@@ -120,7 +120,8 @@ class Store(Protocol):
         turns: int,
     ) -> Sequence[TurnCost]:
         """The newest ``turns`` turns after ``after_turn`` through ``through_turn`` that hold
-        an important message (counting messages with id ``<= through_id``), newest first."""
+        an important message (counting messages with id ``<= through_id``), newest first. A
+        prompt asks after ``turn_costs``: a store may answer as of that request."""
         ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...

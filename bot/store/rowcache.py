@@ -145,11 +145,17 @@ class RowCache:
         rows = self._conversations.get(conversation_key)
         if rows is None:
             return
+        removed = 0
         for message_id in ids:
             row = rows.pop(message_id, None)
             if row is not None:
+                removed += 1
                 self._chars[conversation_key] -= len(row.content)
                 self._total -= len(row.content)
+        if removed > len(rows):
+            # A dict keeps the room it once needed, and going through it costs that much:
+            # after a channel's unanswered chatter (thousands of rows) is let go, start small.
+            self._conversations[conversation_key] = dict(rows)
 
     def _set(self, conversation_key: str, rows: dict[int, StoredMessage] | None) -> None:
         self._total -= self._chars.pop(conversation_key, 0)

@@ -356,7 +356,7 @@ class SqliteStore:
         self._write_lock = asyncio.Lock()
         self._known: set[str] = set()
         self._rows = RowCache()
-        self._turns = TurnCache(self._read, self._data_version)
+        self._turns = TurnCache(self._read)
 
     @classmethod
     async def open(
@@ -402,12 +402,6 @@ class SqliteStore:
         if self._reader is None:
             return list(await self._db.execute_fetchall(sql, params))
         return self._reader.execute(sql, params).fetchall()
-
-    def _data_version(self) -> int | None:
-        """The read connection's data version: it changes when another connection commits."""
-        if self._reader is None:
-            return None
-        return int(self._reader.execute("PRAGMA data_version").fetchone()[0])
 
     async def _migrate(self) -> None:
         rows = await self._db.execute_fetchall("PRAGMA user_version")

@@ -29,9 +29,6 @@ from typing import Any
 from bot.store.base import TurnCost
 
 Read = Callable[[str, dict[str, Any]], Awaitable[list[Any]]]
-Version = Callable[[], int | None]
-"""The read connection's ``PRAGMA data_version`` (it changes whenever another connection has
-committed), or None when it cannot be had cheaply."""
 
 MAX_ROWS = 200_000
 """Index entries held in all (some 40 MB); past it, the conversations used least recently go."""
@@ -94,14 +91,11 @@ class _Entry:
         "partial",
         "rows",
         "seq",
-        "version",
         "wanted",
         "wanted_before",
     )
 
-    def __init__(self, high: int, seq: int, version: int | None) -> None:
-        self.version = version
-        """The database's data version when last brought up to date (None: unknown)."""
+    def __init__(self, high: int, seq: int) -> None:
         self.high = high
         """The newest message id seen."""
         self.low = high + 1
@@ -220,8 +214,7 @@ class _Entry:
                     self.partial[turn] = kept
                 else:
                     del self.partial[turn]
-            for message_id in [i for i in self.rows if i < new_low]:
-                del self.rows[message_id]
+            self.rows = {i: row for i, row in self.rows.items() if i >= new_low}  # compact
             self.low = new_low
         self.wanted_before, self.wanted = self.wanted, self.high + 1
 
@@ -237,9 +230,8 @@ def _through(cost: TurnCost, through_id: int, rows: dict[int, tuple[int, int, bo
 
 
 class TurnCache:
-    def __init__(self, read: Read, version: Version, *, max_rows: int = MAX_ROWS) -> None:
+    def __init__(self, read: Read, *, max_rows: int = MAX_ROWS) -> None:
         self._read = read
-        self._version = version
         self._max_rows = max_rows
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._sizes: dict[str, int] = {}  # rows held per conversation, as last counted
@@ -339,7 +331,11 @@ class TurnCache:
         """See :meth:`bot.store.base.Store.important_turns`: from what is held, extended
         downwards up to ``SCAN_ROWS`` messages, the rest from SQL."""
         async with self._lock:
-            entry = await self._update(conversation_key, trim=False)
+            # Brought up to date by the fit just before (the prompt's), unless it asks about
+            # messages not seen yet.
+            entry = await self._entry(conversation_key)
+            if through_id > entry.high:
+                entry = await self._update(conversation_key, trim=False)
             if through_id >= entry.high:
                 marked = entry.important
                 top = bisect_right(marked, through_turn)
@@ -420,10 +416,9 @@ class TurnCache:
         return entry
 
     async def _start(self, conversation_key: str) -> _Entry:
-        version = self._version()
         rows = await self._read(_START, {"conversation": conversation_key})
         high, seq = rows[0]
-        entry = self._entries[conversation_key] = _Entry(high or 0, seq or 0, version)
+        entry = self._entries[conversation_key] = _Entry(high or 0, seq or 0)
         return entry
 
     async def _update(self, conversation_key: str, *, trim: bool) -> _Entry:
@@ -435,10 +430,6 @@ class TurnCache:
         self._entries.move_to_end(conversation_key)
         if trim:
             entry.trim()
-        version = self._version()  # before reading: a commit in between is seen next time
-        if version is not None and version == entry.version:
-            return entry  # nothing committed anywhere since
-        entry.version = version
         rows = await self._read(
             _SINCE, {"conversation": conversation_key, "high": entry.high, "seq": entry.seq}
         )
