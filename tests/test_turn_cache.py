@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.fulltext import document_terms, index_text
-from bot.models import Conversation, Role
+from bot.models import Conversation, Role, StoredMessage
 from bot.store import turncache
 from bot.store.base import TurnCost
 from bot.store.sqlite import SqliteStore
@@ -250,21 +250,25 @@ def test_turns_held_in_memory_match_the_database(script: list[object]) -> None:
         asyncio.run(play(script, Path(folder)))
 
 
+async def chat(store: SqliteStore, number: int) -> StoredMessage:
+    return await store.add_message(
+        conversation=ROOM,
+        role=Role.USER,
+        author_id="a",
+        author_name="Ana",
+        content=f"message {number}",
+        tokens=10,
+        message_id=None,
+        created_at=0.0,
+    )
+
+
 def test_a_long_conversation_is_held_only_as_deep_as_prompts_look() -> None:
     async def scenario(folder: Path) -> None:
         store = await SqliteStore.open(str(folder / "bot.sqlite3"), index=False)
         try:
             for number in range(400):
-                stored = await store.add_message(
-                    conversation=ROOM,
-                    role=Role.USER,
-                    author_id="a",
-                    author_name="Ana",
-                    content=f"message {number}",
-                    tokens=10,
-                    message_id=None,
-                    created_at=0.0,
-                )
+                stored = await chat(store, number)
                 seen: list[int] = []  # the newest 20 turns, as a fit of 20 turns asks
                 while len(seen) < 20 and (
                     page := await store.turn_costs(
@@ -340,17 +344,7 @@ def test_a_reset_by_another_process_is_seen() -> None:
         try:
 
             async def say(number: int) -> int:
-                stored = await store.add_message(
-                    conversation=ROOM,
-                    role=Role.USER,
-                    author_id="a",
-                    author_name="Ana",
-                    content=f"message {number}",
-                    tokens=10,
-                    message_id=None,
-                    created_at=0.0,
-                )
-                return stored.id
+                return (await chat(store, number)).id
 
             async def turns(through: int) -> list[int]:
                 found: list[int] = []
