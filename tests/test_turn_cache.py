@@ -336,7 +336,7 @@ def test_deletions_edits_and_recounts_from_anywhere_are_seen() -> None:
     )
 
 
-def test_a_reset_by_another_process_is_seen() -> None:
+def test_a_reset_or_a_recount_by_another_process_is_seen() -> None:
     async def scenario(folder: Path) -> None:
         path = str(folder / "bot.sqlite3")
         store = await SqliteStore.open(path, index=False)
@@ -346,23 +346,25 @@ def test_a_reset_by_another_process_is_seen() -> None:
             async def say(number: int) -> int:
                 return (await chat(store, number)).id
 
-            async def turns(through: int) -> list[int]:
-                found: list[int] = []
+            async def turns(through: int) -> list[tuple[int, int]]:
+                found: list[tuple[int, int]] = []
                 while page := await store.turn_costs(
                     conversation_key=ROOM.key,
                     through_id=through,
                     after_turn=0,
-                    before_turn=found[-1] if found else None,
+                    before_turn=found[-1][0] if found else None,
                     limit=50,
                 ):
-                    found += [turn.turn for turn in page]
+                    found += [(turn.turn, turn.tokens) for turn in page]
                 return found
 
             first = [await say(n) for n in range(5)]
-            assert await turns(first[-1]) == first[::-1]
+            assert await turns(first[-1]) == [(i, 10) for i in reversed(first)]
             await elsewhere.reset(conversation=ROOM, include_pins=False)
-            after = await say(5)
-            assert await turns(after) == [after]
+            after = [await say(n) for n in range(5, 8)]
+            assert await turns(after[-1]) == [(i, 10) for i in reversed(after)]
+            await elsewhere.retokenize(lambda text: 7)  # another encoding: every count changes
+            assert await turns(after[-1]) == [(i, 7) for i in reversed(after)]
         finally:
             await elsewhere.close()
             await store.close()
