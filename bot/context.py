@@ -123,10 +123,6 @@ class _Fit:
     """The cost of the turn the fit stopped at for lack of room (None: it did not)."""
 
     @cached_property
-    def turns(self) -> frozenset[int]:
-        return frozenset(turn.turn for turn in self.kept)
-
-    @cached_property
     def members(self) -> list[int]:
         """The kept turns' message ids, ascending (turns' messages may interleave)."""
         return sorted(chain.from_iterable(turn.ids for turn in self.kept))
@@ -485,7 +481,7 @@ class Assembler:
                 return done(skipped)
             for turn in turns:
                 turn_id = turn.turn
-                cost = turn.tokens + MESSAGE_OVERHEAD * len(turn.ids)
+                cost = _cost(turn)
                 if current_id is not None and turn_id == current_id:
                     if cost > remaining:
                         raise PromptTooLarge(

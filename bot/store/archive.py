@@ -35,6 +35,7 @@ import aiosqlite
 
 from bot.importance import score
 from bot.models import Conversation
+from bot.store.turncache import MARK_CONVERSATION
 
 # Table, record type, columns.
 _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
@@ -265,9 +266,7 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
                     touched.add(str(record["conversation"]))
             written += 1
         # What a running bot holds of these conversations' turns is read again.
-        await db.executemany(
-            "INSERT INTO message_changes (conversation) VALUES (?)", [(k,) for k in touched]
-        )
+        await db.executemany(MARK_CONVERSATION, [(key,) for key in touched])
     except BaseException:
         await db.execute("ROLLBACK")
         raise

@@ -27,7 +27,7 @@ from bot.models import (
 from bot.store import archive
 from bot.store.base import Calibration, ConversationInfo, NewSummary, TurnCost, UsageTotals
 from bot.store.rowcache import RowCache
-from bot.store.turncache import TurnCache
+from bot.store.turncache import MARK_CONVERSATION, TurnCache
 
 _MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -922,7 +922,7 @@ class SqliteStore:
             self._rows.drop(key)
             # The journal's entries for each deleted message, as one for the conversation.
             await self._db.execute("DELETE FROM message_changes WHERE conversation = ?", (key,))
-            await self._db.execute("INSERT INTO message_changes (conversation) VALUES (?)", (key,))
+            await self._db.execute(MARK_CONVERSATION, (key,))
             await self._db.execute("DELETE FROM summaries WHERE conversation = ?", (key,))
             await self._db.execute(
                 "INSERT INTO conversations (key, channel_key, generation, created_at)"

@@ -39,6 +39,10 @@ BATCH = 256
 SCAN_ROWS = 4096
 """How deep the search for important turns may extend what is held before it asks SQL."""
 
+MARK_CONVERSATION = "INSERT INTO message_changes (conversation) VALUES (?)"
+"""The journal entry that says a whole conversation changed (reset, import): what a process
+holds of its turns is read again."""
+
 _START = (
     "SELECT (SELECT MAX(id) FROM messages WHERE conversation = :conversation),"
     " (SELECT MAX(seq) FROM message_changes WHERE conversation = :conversation)"
