@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import accumulate, chain
 
 from bot.config import MemoryConfig, Strategy
 from bot.models import (
@@ -540,6 +540,8 @@ class Assembler:
             if not turn.important and turn.turn != current_id
         ]
         frees = [_cost(turn) for turn in evictable]
+        # spare[i]: what exchanging every evictable turn from the i-th on would free
+        spare = list(accumulate(reversed(frees), initial=0))[::-1]
         max_turns = self._max_turns()
         if not evictable and (max_turns is not None and len(fit.kept) >= max_turns):
             return fit
@@ -547,9 +549,11 @@ class Assembler:
         promoted: list[TurnCost] = []
         out = 0  # evictable[:out] are exchanged for promoted turns
         for candidate in candidates:
+            if max_turns is not None and count - (len(evictable) - out) >= max_turns:
+                break  # no exchange is left that makes room for one more turn
             cost = _cost(candidate)
-            if cost > available:
-                continue
+            if cost > remaining + spare[out]:
+                continue  # too large for what is left to exchange (a smaller one may fit)
             taken, freed = out, 0
             while (
                 freed + remaining < cost
@@ -557,10 +561,6 @@ class Assembler:
             ) and taken < len(evictable):
                 freed += frees[taken]
                 taken += 1
-            if freed + remaining < cost or (
-                max_turns is not None and count - (taken - out) >= max_turns
-            ):
-                continue
             count += 1 - (taken - out)
             out = taken
             promoted.append(candidate)

@@ -48,6 +48,11 @@ SCORED_DOCS = 400
 first, and a term is left out once the messages holding it would pass this (the rarest is
 always searched). bm25 costs about a microsecond per matching message, and the terms left
 out are the commonest, which weigh least in it."""
+COMMON_RECHECK = 256
+"""Searches after which the terms found common are looked up again (deleting messages, as a
+reset does, can make a common term rare again); until then a query's common terms are known
+without reading the database."""
+_COMMON_HELD = 8192  # the most terms known common at once
 MIN_KEYWORD_SCORE = 0.5
 """The least bm25 score of a keyword match: matching only words that a good share of all
 messages hold ("the", "是什") is no match."""
@@ -99,6 +104,8 @@ class Recaller:
         self.embedder = embedder
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
         self._line_costs: dict[tuple[int, str], int] = {}
+        self._common: set[str] = set()
+        self._searches = 0
 
     @property
     def enabled(self) -> bool:
@@ -169,10 +176,15 @@ class Recaller:
     async def _keyword_hits(
         self, conversation_key: str, text: str, before_id: int
     ) -> list[StoredMessage]:
-        terms = query_terms(text)
+        self._searches += 1
+        if self._searches >= COMMON_RECHECK or len(self._common) >= _COMMON_HELD:
+            self._common.clear()
+            self._searches = 0
+        terms = [term for term in query_terms(text) if term not in self._common]
         if not terms:
             return []
         counts = await self._store.term_counts(terms)
+        self._common.update(term for term, docs in counts.items() if docs > COMMON_TERM_DOCS)
         usable = sorted(
             (t for t in terms if 0 < counts.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: counts[t]
         )

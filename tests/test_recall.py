@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot import recall
 from bot.app import App, open_app
 from bot.commands import run_command
 from bot.config import ConfigError
@@ -132,6 +133,28 @@ async def test_a_question_full_of_everyday_words_still_finds_the_rare_one(
     prompt = last_prompt(llm)
     assert "tangerine-42" not in turns(prompt), "the fact should have left the recent window"
     assert "[Li] the guest wifi password is tangerine-42" in recall_block(prompt)
+
+
+async def test_a_word_a_reset_made_rare_again_is_searched_for_again(
+    make_config: ConfigFactory, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Terms found common are not looked up again until COMMON_RECHECK searches have passed.
+    monkeypatch.setattr(recall, "COMMON_TERM_DOCS", 10)
+    monkeypatch.setattr(recall, "COMMON_RECHECK", 3)
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("the zebra code is 5150", who="Li"))
+        await chatter(app, 40)
+        for i in range(12):
+            await app.engine.handle_message(said(f"zebra crossing {i}", where=RANDOM))
+        await app.engine.handle_message(said("zebra?", addressed=True))
+        common = recall_block(last_prompt(llm))
+        await run_command(app.engine, CommandCall(RANDOM, "reset", "", "ana", "Ana"))
+        later = []
+        for _ in range(3):  # each question and its echoed answer hold the word too
+            await app.engine.handle_message(said("zebra?", addressed=True))
+            later.append(recall_block(last_prompt(llm)))
+    assert "5150" not in common  # held by more messages than are worth searching
+    assert "[Li] the zebra code is 5150" in later[-1]
 
 
 async def test_without_recall_the_same_budget_forgets_the_fact(
