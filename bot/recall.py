@@ -57,8 +57,7 @@ MIN_KEYWORD_SCORE = 0.5
 """The least bm25 score of a keyword match: matching only words that a good share of all
 messages hold ("the", "是什") is no match."""
 _HITS = 24  # candidates read from each search
-_LINE_COSTS = 4096
-_ESTIMATE_SLACK = 8  # lines counted one by one may come to a few tokens more than together
+_ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
 _RRF_K = 60
 
 
@@ -103,7 +102,16 @@ class Recaller:
         self._memory = memory
         self.embedder = embedder
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
-        self._line_costs: dict[tuple[int, str], int] = {}
+        # What a message's line takes beyond its stored count (date, author, newline): the
+        # same for every line, as the date has a fixed width.
+        sample = {
+            role: StoredMessage(0, 0, role, "", "a", "x", 0, 0.0)
+            for role in (Role.USER, Role.ASSISTANT)
+        }
+        self._line_extra = {
+            role: count(render_line(message)) - count(message.rendered) + 1
+            for role, message in sample.items()
+        }
         self._common: set[str] = set()
         self._searches = 0
 
@@ -164,14 +172,9 @@ class Recaller:
         return NOTHING
 
     def _line_cost(self, message: StoredMessage) -> int:
-        """Tokens of the message's line (counted once: each prompt fits candidates twice)."""
-        key = (message.id, message.content)
-        cost = self._line_costs.get(key)
-        if cost is None:
-            if len(self._line_costs) >= _LINE_COSTS:
-                self._line_costs.clear()
-            cost = self._line_costs[key] = self._count(render_line(message)) + 1
-        return cost
+        """About what the message's line takes, from its count at insert (the recall text is
+        counted exactly once the lines are chosen)."""
+        return message.tokens + self._line_extra[message.role]
 
     async def _keyword_hits(
         self, conversation_key: str, text: str, before_id: int
