@@ -21,6 +21,7 @@ than every recalled message: what recall shows stays older than the whole window
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -133,6 +134,14 @@ def _cost(turn: TurnCost) -> int:
     return turn.tokens + MESSAGE_OVERHEAD * len(turn.ids)
 
 
+def _too_long(cost: int, room: int) -> PromptTooLarge:
+    return PromptTooLarge(
+        f"Your message is {cost - MESSAGE_OVERHEAD:,} tokens; with the system prompt and pins "
+        f"only {room:,} fit in the budget. It is saved, but too long to send: please send a "
+        "shorter excerpt."
+    )
+
+
 def render_pins(pins: Sequence[Pin]) -> str:
     lines = [PINS_HEADING]
     lines.extend(f"#{pin.id} ({pin.author_name}): {pin.text}" for pin in pins)
@@ -180,6 +189,29 @@ class _CountCache:
         return count
 
 
+class _Rendered:
+    """Recent messages as the chat completions API takes them, each row rendered once: the
+    store hands the same row objects to prompt after prompt (its row cache), and a prompt
+    holds a couple of hundred. The dicts are shared by the prompts that hold them: never
+    changed (an edited message is a new row)."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._held: dict[int, tuple[StoredMessage, dict[str, str]]] = {}
+
+    def __call__(self, rows: Sequence[StoredMessage]) -> list[dict[str, str]]:
+        held = self._held
+        if len(held) + len(rows) > self._size:
+            held.clear()
+        rendered: list[dict[str, str]] = []
+        for row in rows:
+            hit = held.get(row.id)
+            if hit is None or hit[0] is not row:
+                hit = held[row.id] = (row, prompt_messages((row,))[0])
+            rendered.append(hit[1])
+        return rendered
+
+
 class Assembler:
     """Reads only the rows a prompt needs, however long the history."""
 
@@ -204,6 +236,7 @@ class Assembler:
         as many at once rather than in several requests."""
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
+        self._render = _Rendered()
         self.system_tokens = self._count(system_prompt)
 
     @property
@@ -368,7 +401,7 @@ class Assembler:
         messages = [{"role": "system", "content": self.head_text(pins, summary, profile_text)}]
         if recalled.messages:
             messages.append(recalled.prompt_message())
-        messages.extend(prompt_messages(rows))
+        messages.extend(self._render(rows))
         pins_part = self.pins_tokens(pins)
         profile_part = self._count(profile_text) if profile_text else 0
         summary_part = self._count(render_summary(summary)) if summary else 0
@@ -479,28 +512,46 @@ class Assembler:
             )
             if not turns:
                 return done(skipped)
-            for turn in turns:
-                turn_id = turn.turn
-                cost = _cost(turn)
-                if current_id is not None and turn_id == current_id:
-                    if cost > remaining:
-                        raise PromptTooLarge(
-                            f"Your message is {cost - MESSAGE_OVERHEAD:,} tokens; with "
-                            f"the system prompt and pins only {remaining:,} fit in the "
-                            "budget. It is saved, but too long to send: please send a "
-                            "shorter excerpt."
-                        )
-                elif max_turns is not None and len(kept) >= max_turns:
-                    return done(True, turn_id)
-                elif cost > remaining - hold:
-                    if cost > available:
-                        skipped = True  # can never fit: skip it rather than lose all before
-                        continue
-                    return done(True, turn_id, cost)
-                elif turn_id in stop_turns:
-                    return done(True, turn_id)
-                kept.append(turn)
-                remaining -= cost
+            costs = [turn.tokens + MESSAGE_OVERHEAD * len(turn.ids) for turn in turns]  # _cost
+            start = 0
+            if turns[0].turn == current_id:  # the newest turn: the message being answered
+                if costs[0] > remaining:
+                    raise _too_long(costs[0], remaining)
+                kept.append(turns[0])
+                remaining -= costs[0]
+                start = 1
+            if (
+                max_turns is None
+                and not stop_turns
+                and max(costs) <= available
+                and not (current_id is not None and turns[-1].turn <= current_id < turns[0].turn)
+            ):
+                # The usual page: the newest turns whose running total leaves hold free.
+                totals = list(accumulate(costs[start:]))
+                fits = bisect_right(totals, remaining - hold)
+                kept.extend(turns[start : start + fits])
+                if fits:
+                    remaining -= totals[fits - 1]
+                if start + fits < len(turns):
+                    return done(True, turns[start + fits].turn, costs[start + fits])
+            else:
+                for index in range(start, len(turns)):
+                    turn, cost = turns[index], costs[index]
+                    turn_id = turn.turn
+                    if turn_id == current_id:
+                        if cost > remaining:
+                            raise _too_long(cost, remaining)
+                    elif max_turns is not None and len(kept) >= max_turns:
+                        return done(True, turn_id)
+                    elif cost > remaining - hold:
+                        if cost > available:
+                            skipped = True  # can never fit: skip it rather than lose all before
+                            continue
+                        return done(True, turn_id, cost)
+                    elif turn_id in stop_turns:
+                        return done(True, turn_id)
+                    kept.append(turn)
+                    remaining -= cost
             before = turns[-1].turn
             limit = min(limit * 2, _MAX_PAGE)
 
