@@ -7,7 +7,8 @@ holds a derived text: every run of CJK characters (Han, kana) is spelled out as 
 characters and its overlapping two-character pairs ("访客密码" → 访 客 密 码 访客 客密 密码),
 and everything else is left for ``unicode61`` (case and diacritics folded). A query goes through
 the same expansion, using the pairs (or the single character of a one-character run), so
-"密码" finds "访客WiFi密码是多少" and "wifi" finds "WiFi".
+"密码" finds "访客WiFi密码是多少" and "wifi" finds "WiFi"; a query's pairs that hold a particle or
+pronoun ("码是", "我的") are left out: they join two words' edges and would match at random.
 
 The match expression quotes every term and joins them with OR: user text can never produce
 an FTS5 syntax error, and ``"``, ``*``, ``NEAR``, ``AND``, ``-`` and the like are plain text.
@@ -21,6 +22,9 @@ import re
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[^\W_]+")
+_FUNCTION_CHARACTERS = frozenset("的了着吗呢吧啊呀么我你您他她它们是在和就也都这那个于把被又还")
+"""Chinese particles, pronouns and the like: a pair holding one is nearly always two words'
+edges ("移的" from "迁移的", "我写" from "帮我写"), rare as a pair yet meaning nothing."""
 MAX_QUERY_TERMS = 64
 """The most distinct terms read from one query (a long paste is cut there)."""
 
@@ -49,7 +53,8 @@ def document_terms(text: str) -> str:
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct search terms of ``text``, in order: words, and CJK character pairs."""
+    """The distinct search terms of ``text``, in order: words, and CJK character pairs
+    (those holding a particle or pronoun left out)."""
     terms: list[str] = []
     seen: set[str] = set()
 
@@ -64,7 +69,8 @@ def query_terms(text: str) -> list[str]:
             add(word.lower())
         run = match.group()
         for pair in _pairs(run) or [run]:
-            add(pair)
+            if _FUNCTION_CHARACTERS.isdisjoint(pair) or len(run) == 1:
+                add(pair)
         position = match.end()
     for word in _WORD.findall(text[position:]):
         add(word.lower())
