@@ -571,8 +571,8 @@ class Assembler:
     ) -> _Fit:
         """Give important turns left out (newer than turn ``after``) a place, in exchange for
         the oldest unimportant kept turns outside the newest ``keep_recent_turns`` (and the
-        current one); then put back what still fits of what was exchanged. Decided from the
-        messages' costs alone; returns the new fit."""
+        current one), as few as make room. Decided from the messages' costs alone; returns
+        the new fit."""
         assert fit.boundary is not None
         # Newest first, and all older than every kept turn (the fit kept only newer ones).
         candidates = await self._store.important_turns(
@@ -584,47 +584,61 @@ class Assembler:
         )
         if not candidates:
             return fit
-        # Outside the newest keep_recent_turns and the current one, small talk, oldest first.
-        evictable = [
-            turn
-            for turn in reversed(fit.kept[self._memory.keep_recent_turns :])
-            if not turn.important and turn.turn != current_id
-        ]
-        frees = [_cost(turn) for turn in evictable]
-        # spare[i]: what exchanging every evictable turn from the i-th on would free
-        spare = list(accumulate(reversed(frees), initial=0))[::-1]
+        # Outside the newest keep_recent_turns and the current one, small talk, oldest first:
+        # looked for only as far as exchanges need (older[below:] has been looked through).
+        skip = self._memory.keep_recent_turns
+        older = fit.kept[skip:]
+        below = len(older)
+        evictable: list[TurnCost] = []
+        frees: list[int] = []
+        spare: list[int] | None = None  # once all are found: what exchanging from the i-th frees
+
+        def find() -> bool:
+            nonlocal below, spare
+            while below:
+                below -= 1
+                turn = older[below]
+                if not turn.important and turn.turn != current_id:
+                    evictable.append(turn)
+                    frees.append(_cost(turn))
+                    return True
+            if spare is None:
+                spare = list(accumulate(reversed(frees), initial=0))[::-1]
+            return False
+
         max_turns = self._max_turns()
-        if not evictable and (max_turns is not None and len(fit.kept) >= max_turns):
-            return fit
         count, remaining = len(fit.kept), available - fit.tokens
         promoted: list[TurnCost] = []
         out = 0  # evictable[:out] are exchanged for promoted turns
         for candidate in candidates:
-            if max_turns is not None and count - (len(evictable) - out) >= max_turns:
-                break  # no exchange is left that makes room for one more turn
             cost = _cost(candidate)
-            if cost > remaining + spare[out]:
-                continue  # too large for what is left to exchange (a smaller one may fit)
+            if spare is not None:  # every evictable turn is known
+                if max_turns is not None and count - (len(evictable) - out) >= max_turns:
+                    break  # no exchange is left that makes room for one more turn
+                if cost > remaining + spare[out]:
+                    continue  # too large for what is left to exchange (a smaller one may fit)
             taken, freed = out, 0
-            while (
-                freed + remaining < cost
-                or (max_turns is not None and count - (taken - out) >= max_turns)
-            ) and taken < len(evictable):
+            while freed + remaining < cost or (
+                max_turns is not None and count - (taken - out) >= max_turns
+            ):
+                if taken == len(evictable) and not find():
+                    break
                 freed += frees[taken]
                 taken += 1
-            count += 1 - (taken - out)
-            out = taken
-            promoted.append(candidate)
-            remaining += freed - cost
+            else:
+                count += 1 - (taken - out)
+                out = taken
+                promoted.append(candidate)
+                remaining += freed - cost
         if not promoted:
             return fit
+        # Each exchange stopped at the first turn that made room: none of them fits back.
         gone = {turn.turn for turn in evictable[:out]}
-        for index in range(out - 1, -1, -1):  # newest first, while they fit
-            if frees[index] > remaining or (max_turns is not None and count >= max_turns):
-                break
-            gone.discard(evictable[index].turn)
-            count += 1
-            remaining -= frees[index]
-        # Still newest first: the promoted turns are older than the kept ones.
-        kept = (*(turn for turn in fit.kept if turn.turn not in gone), *promoted)
+        # Still newest first: the promoted turns are older than the kept ones, and the turns
+        # exchanged are among those looked through.
+        kept = (
+            *fit.kept[: skip + below],
+            *(turn for turn in older[below:] if turn.turn not in gone),
+            *promoted,
+        )
         return _Fit(kept, available - remaining, True, fit.boundary)

@@ -97,6 +97,22 @@ async def test_an_important_turn_outlives_small_talk_of_its_age_in_the_window(
     assert not any("chatter 0 " in t for t in shown)
 
 
+async def test_an_important_turn_too_large_to_place_leaves_room_for_an_older_small_one(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    config = make_config(memory={"strategy": "full", "max_context_tokens": 500})
+    async with open_app(config) as app:
+        await app.engine.handle_message(said("remember: the vault code is 4411"))
+        for name in ("alpha", "beta"):  # each too large for what small talk could give up
+            await app.engine.handle_message(
+                said(f"remember the {name} plan: {'step ' * 480}", addressed=False)
+            )
+        await chat(app, 12)
+    shown = turns(chat_bodies(llm)[-1])
+    assert "[Ana] remember: the vault code is 4411" in shown
+    assert not any("plan:" in t for t in shown)
+
+
 async def test_a_pushpin_keeps_a_message_and_removing_it_lets_it_go(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
