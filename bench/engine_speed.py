@@ -582,7 +582,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=[100, 10_000, 100_000],
         help="history sizes in messages (default: 100 10000 100000)",
     )
-    parser.add_argument("--turns", type=int, default=300, help="measured turns per size")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=1000,
+        help="measured turns per size (a few hundred give a median that moves by 5%% or more)",
+    )
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured turns first")
     parser.add_argument(
         "--strategy",
