@@ -36,7 +36,6 @@ from bot.models import (
     Role,
     StoredMessage,
     Summary,
-    prompt_messages,
 )
 from bot.recall import NOTHING, Recaller
 from bot.store.base import Store, TurnCost
@@ -207,7 +206,7 @@ class _Rendered:
         for row in rows:
             hit = held.get(row.id)
             if hit is None or hit[0] is not row:
-                hit = held[row.id] = (row, prompt_messages((row,))[0])
+                hit = held[row.id] = (row, row.prompt_message())
             rendered.append(hit[1])
         return rendered
 

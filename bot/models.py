@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -141,19 +140,6 @@ def render_content(role: Role, author_name: str, text: str) -> str:
     if role is Role.USER:
         return f"[{author_name}] {text}"
     return text
-
-
-def prompt_messages(rows: Iterable[StoredMessage]) -> list[dict[str, str]]:
-    """``[row.prompt_message() for row in rows]``, written out (``render_content`` inlined):
-    a prompt is built from a couple of hundred messages a turn, and the calls cost more
-    than the rendering."""
-    user = Role.USER
-    return [
-        {"role": "user", "content": f"[{row.author_name}] {row.content}"}
-        if row.role is user
-        else {"role": _ROLE_NAMES[row.role], "content": row.content}
-        for row in rows
-    ]
 
 
 @dataclass(frozen=True)
