@@ -12,6 +12,22 @@ stores them, ``reply_to`` the question, so they form whole turns) with a multi-u
 conversation in English and Chinese. The newest 1,000 messages are the same at every size, so
 prompts differ only where the history's length makes them differ.
 
+With the ``summary`` and ``hybrid`` strategies (hybrid is the default) the pre-filled history is
+then folded into the rolling summary as the bot folds it: while the prompt it would build
+passes ``memory.summary_threshold`` (``Engine.needs_summary``), one compaction by the bot's own
+``Summarizer``, whose model here is a stand-in that answers with a fixed summary of about 700
+tokens and a few facts about the people who talk, which go into their profiles (the summary
+model is never contacted). That is the state a conversation of N messages is in when the bot
+has been answering it: at 100 messages nothing is folded (the prompt is under the threshold);
+at 10,000 and 100,000 the summary covers all but the newest turns, the speaker's profile is
+shown, and recall still searches the whole history. By default the history is folded as a
+compaction folds it, down to ``memory.summary_target``: the state right after one, with the
+fewest recent turns of the cycle; ``--fold-to threshold`` stops just under the threshold, the
+state just before the next compaction, with the most. ``--raw-history`` skips the folding:
+every message stays unsummarized, the state of the ``full`` and ``window`` strategies (which
+never fold), or of a bot whose summary model has been failing all along; the window is then
+full and important turns are given places in it.
+
 Each measured turn is an addressed user message: ``engine.record`` then
 ``engine.assembler.build`` timed together, exactly as ``handle_message`` calls them. Afterwards,
 untimed, the message is deleted again so that every turn sees exactly N stored messages
@@ -22,6 +38,8 @@ Run from the repository root::
 
     .venv/bin/python bench/engine_speed.py
     .venv/bin/python bench/engine_speed.py --sizes 100 100000 --turns 500 --profile
+    .venv/bin/python bench/engine_speed.py --fold-to threshold
+    .venv/bin/python bench/engine_speed.py --raw-history
 """
 
 from __future__ import annotations
@@ -55,8 +73,10 @@ from bot.app import open_app
 from bot.config import Config, Strategy, parse_config
 from bot.context import Speaker
 from bot.engine import Engine
+from bot.llm import Completion
 from bot.models import Conversation, IncomingMessage, Person, Role, StoredMessage
-from bot.tokens import install_encodings
+from bot.summarizer import Summarizer
+from bot.tokens import ChatTokenizer, install_encodings
 
 TARGET_MS = 2.0
 TARGET_RATIO = 1.5
@@ -256,9 +276,9 @@ def plan_turns(
             left -= 1
 
 
-async def store_reply(engine: Engine, stored: StoredMessage, text: str, at: float) -> None:
-    """What ``Engine.handle_message`` stores for the model's answer."""
-    await engine.store.add_message(
+async def store_reply(engine: Engine, stored: StoredMessage, text: str, at: float) -> int:
+    """What ``Engine.handle_message`` stores for the model's answer; returns its id."""
+    reply = await engine.store.add_message(
         conversation=CHANNEL,
         role=Role.ASSISTANT,
         author_id="assistant",
@@ -269,15 +289,18 @@ async def store_reply(engine: Engine, stored: StoredMessage, text: str, at: floa
         created_at=at,
         reply_to=stored.id,
     )
+    return reply.id
 
 
-async def prefill(engine: Engine, messages: int, *, seed: int) -> None:
-    """Fill the history through the engine's own API, oldest first, timestamps in the past.
+async def prefill(engine: Engine, messages: int, *, seed: int) -> int:
+    """Fill the history through the engine's own API, oldest first, timestamps in the past;
+    returns the newest message's id.
 
     The newest ``TAIL`` messages are the same at every size (the older ones differ), so the
     prompts built at different sizes see the same recent turns and only the history's length
     differs.
     """
+    newest = 0
     older = ChatGenerator(seed + 1)
     recent = ChatGenerator(seed)
     tail = min(TAIL, messages)
@@ -299,8 +322,108 @@ async def prefill(engine: Engine, messages: int, *, seed: int) -> None:
                 sent_at=at,
             )
         )
+        newest = stored.id
         if turn.reply is not None:
-            await store_reply(engine, stored, turn.reply, (at + timedelta(seconds=3)).timestamp())
+            newest = await store_reply(
+                engine, stored, turn.reply, (at + timedelta(seconds=3)).timestamp()
+            )
+    return newest
+
+
+STAND_IN_SUMMARY = "\n".join(
+    [
+        "- The team ships the billing migration behind a feature flag and watches the error "
+        "rate for a week; bob owns the rollout, alice reviews the migration scripts.",
+        "- 计费系统迁移：分阶段发布，李明负责，王芳检查迁移脚本，周四站会复查。",
+        "- The staging cluster outage: a connection pool too small after a config change; "
+        "the pool was raised to 50 and an alert added on waiting requests.",
+        "- 测试环境集群的告警阈值已调整；不稳定的集成测试由张伟跟进，预计周五之前完成。",
+        "- The Q3 roadmap: search index rebuild first, then the mobile release; carol drafts "
+        "the status update for the leadership channel every Friday.",
+        "- 数据库升级推迟到下个迭代，先做回滚演练；陈静负责新人文档的更新。",
+        "- The rate limiter retries three times by design (upstream flakiness); dmitri will "
+        "revisit after the Postgres upgrade.",
+        "- 登录页面的 bug 在 production 上已修复，hotfix 已部署，需要再观察一天。",
+        "- Open tasks: the data backfill, dashboard alerts for the billing service, the on-call "
+        "rota for the holidays, and the onboarding checklist.",
+        "- 待解决：数据回填、监控告警、值班安排；搜索索引的 latency 问题还在排查。",
+    ]
+    * 3
+)
+"""About 700 tokens: what a rolling summary of a long conversation grows to under
+``llm.summary_max_tokens`` (800 by default)."""
+STAND_IN_PROFILES = "\n".join(
+    [
+        "Profiles:",
+        "PROFILE alice: reviews the billing migration scripts",
+        "PROFILE alice: prefers written status updates over meetings",
+        "PROFILE bob: owns the rollouts; on call in the first week of each month",
+        "PROFILE carol: writes the Friday status update for the leadership channel",
+        "PROFILE dmitri: maintains the rate limiter",
+        "PROFILE 李明: 负责发布和灰度方案",
+        "PROFILE 王芳: 负责检查迁移脚本",
+        "PROFILE 张伟: 跟进不稳定的集成测试",
+        "PROFILE 陈静: 维护新人文档",
+    ]
+)
+"""What the summary model proposes for the people's profiles (the summarizer stores each fact
+once, in the profile of the person it names)."""
+
+
+class StandInSummaryModel:
+    """The summary model while the bench folds the history: always the same summary, and
+    the same few facts about the people who talk."""
+
+    model = "gpt-4o-mini"
+
+    async def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> Completion:
+        return Completion(
+            text=f"{STAND_IN_SUMMARY}\n\n{STAND_IN_PROFILES}",
+            model=self.model,
+            prompt_tokens=None,
+            completion_tokens=None,
+            seconds=0.0,
+        )
+
+
+async def fold_history(engine: Engine, newest: int, *, to: str) -> tuple[int, int]:
+    """Compact as the bot does after answering, until the prompt it would build no longer
+    needs it; returns the compactions made and the messages the summary covers.
+
+    The bot's own ``Summarizer`` chooses what to fold. With ``to="target"`` it folds as it
+    would, so the last compaction leaves the recent turns at ``memory.summary_target`` of the
+    budget: the state right after a compaction, the fewest recent turns of the cycle. With
+    ``to="threshold"`` each compaction folds only as far as the threshold: the state just
+    before the next compaction, the most recent turns of the cycle. Either way, as the
+    stand-in writes the same summary whatever it reads, the summary is never rebuilt from the
+    raw messages (that would read the whole history every few compactions)."""
+    config = engine.config
+    update: dict[str, float] = {"summary_rebuild_every": 0}
+    if to == "threshold":
+        update["summary_target"] = config.memory.summary_threshold
+    summarizer = Summarizer(
+        store=engine.store,
+        model=StandInSummaryModel(),
+        tokenizer=ChatTokenizer.for_model(config.llm.chat_model),
+        memory=config.memory.model_copy(update=update),
+        max_tokens=config.llm.summary_max_tokens,
+    )
+    compactions = 0
+    while True:
+        prompt = await engine.assembler.build(
+            conversation_key=CHANNEL.key,
+            channel_key=CHANNEL.channel_key,
+            through_id=newest,
+            current_id=None,
+            budget=engine.budget(),
+        )
+        if not engine.needs_summary(prompt):
+            break
+        if await summarizer.compact(CHANNEL, budget=engine.budget()) is None:
+            break
+        compactions += 1
+    summary = await engine.store.latest_summary(conversation_key=CHANNEL.key)
+    return compactions, summary.message_count if summary else 0
 
 
 # -- measuring ----------------------------------------------------------------------------
@@ -379,6 +502,8 @@ class Result:
     prefill_s: float
     samples: list[Sample] = field(default_factory=list)
     recall_tokens: int = 0
+    summarized: int = 0
+    """Pre-filled messages folded into the summary."""
 
     def ms(self, attribute: str = "total") -> list[float]:
         return sorted(getattr(s, attribute) * 1000 for s in self.samples)
@@ -413,6 +538,11 @@ def make_config(db_path: Path, strategy: Strategy, budget: int, recall_tokens: i
     return parse_config(raw, env={})
 
 
+def folds(args: argparse.Namespace) -> bool:
+    """Whether the pre-filled history is folded into the summary (see the module's doc)."""
+    return not args.raw_history and args.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
+
+
 async def open_size(
     size: int, *, args: argparse.Namespace, folder: Path, stack: AsyncExitStack
 ) -> list[Result]:
@@ -420,6 +550,7 @@ async def open_size(
     value (the first is pre-filled, the others get a copy of it); open until ``stack`` ends."""
     results: list[Result] = []
     prefill_s = 0.0
+    summarized = 0
     for recall_tokens in args.recall_tokens:
         path = folder / f"history-{size}-{recall_tokens}.sqlite3"
         if results:
@@ -428,13 +559,31 @@ async def open_size(
         app = await stack.enter_async_context(open_app(config))
         if not results:
             started = time.perf_counter()
-            await prefill(app.engine, size, seed=args.seed)
+            newest = await prefill(app.engine, size, seed=args.seed)
             prefill_s = time.perf_counter() - started
+            print(f"  {size:>7,} messages pre-filled in {prefill_s:.1f} s", flush=True)
+            if folds(args):
+                started = time.perf_counter()
+                compactions, summarized = await fold_history(app.engine, newest, to=args.fold_to)
+                print(
+                    f"  {'':>7} then {compactions} compactions folded {summarized:,} of them into "
+                    f"the summary in {time.perf_counter() - started:.1f} s",
+                    flush=True,
+                )
         stored = await app.store.count_messages(conversation_key=CHANNEL.key)
         assert stored == size, f"pre-filled {stored} messages, wanted {size}"
         # The measured messages are the same at every size (their ids come after the history's).
         gen = ChatGenerator(args.seed + 2, first_id=MEASURED_FIRST_ID)
-        results.append(Result(size, app.engine, gen, prefill_s, recall_tokens=recall_tokens))
+        results.append(
+            Result(
+                size,
+                app.engine,
+                gen,
+                prefill_s,
+                recall_tokens=recall_tokens,
+                summarized=summarized,
+            )
+        )
     return results
 
 
@@ -533,11 +682,13 @@ def report_group(results: Sequence[Result], args: argparse.Namespace) -> bool:
     header = (
         f"{'history':>9} | {'median':>7} | {'p90':>7} | {'p99':>7} | {'mean':>7} | "
         f"{'record':>7} | {'build':>7} | {'msgs':>5} | {'tokens/budget':>13} | "
-        f"{'vs ' + format(results[0].size, ','):>9} | {'prefill':>8} | {'recalled':>8}"
+        f"{'vs ' + format(results[0].size, ','):>9} | {'prefill':>8} | {'recalled':>8} | "
+        f"{'summarized':>10}"
     )
     print("per turn, ms (record + build); record/build are medians of each part;")
     print("msgs = messages in the built prompt incl. the system message (median); recalled =")
-    print("earlier messages found by search per prompt (mean)")
+    print("earlier messages found by search per prompt (mean); summarized = pre-filled messages")
+    print("folded into the summary")
     print(header)
     print("-" * len(header))
     for r in results:
@@ -550,7 +701,7 @@ def report_group(results: Sequence[Result], args: argparse.Namespace) -> bool:
             f"{percentile(total, 99):7.3f} | {statistics.fmean(total):7.3f} | "
             f"{statistics.median(r.ms('record')):7.3f} | {statistics.median(r.ms('build')):7.3f} | "
             f"{msgs:5.0f} | {tokens:6.0f}/{args.budget:<6} | {r.median / base:8.2f}x | "
-            f"{r.prefill_s:7.1f}s | {recalled:8.1f}"
+            f"{r.prefill_s:7.1f}s | {recalled:8.1f} | {r.summarized:>10,}"
         )
     largest = results[-1]
     ratio = max(r.median for r in results) / base
@@ -617,6 +768,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="keep each measured message and store a reply (history grows 2 messages a turn); "
         "by default each measured message is deleted again, so every turn sees exactly N",
     )
+    parser.add_argument(
+        "--raw-history",
+        action="store_true",
+        help="do not fold the pre-filled history into the summary (summary and hybrid fold it "
+        "as the bot does by default; full and window never do)",
+    )
+    parser.add_argument(
+        "--fold-to",
+        choices=["target", "threshold"],
+        default="target",
+        help="fold the history as a compaction does, down to memory.summary_target (the state "
+        "right after one; default), or only down to memory.summary_threshold (the state just "
+        "before the next)",
+    )
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument(
         "--profile",
@@ -639,7 +804,12 @@ async def main_async(args: argparse.Namespace) -> bool:
         f"recall_tokens {' and '.join(map(str, args.recall_tokens))} (0: off), "
         f"{args.turns} measured turns after {args.warmup} warm-up per size (sizes interleaved), "
         f"seed {args.seed}, "
-        f"history {'grows' if args.grow else 'held at N'}"
+        f"history {'grows' if args.grow else 'held at N'}, "
+        + (
+            f"folded into the summary as the bot folds it (down to memory.summary_{args.fold_to})"
+            if folds(args)
+            else "never summarized"
+        )
     )
     if args.db_dir is not None:
         args.db_dir.mkdir(parents=True, exist_ok=True)
@@ -650,11 +820,7 @@ async def main_async(args: argparse.Namespace) -> bool:
         install_encodings(folder / "tiktoken")  # open_app reuses it via TIKTOKEN_CACHE_DIR
         async with AsyncExitStack() as stack:
             for size in args.sizes:
-                opened = await open_size(size, args=args, folder=folder, stack=stack)
-                print(
-                    f"  {size:>7,} messages pre-filled in {opened[0].prefill_s:.1f} s", flush=True
-                )
-                results.extend(opened)
+                results.extend(await open_size(size, args=args, folder=folder, stack=stack))
             steal = CpuSteal()
             started = time.perf_counter()
             await measure(results, args)

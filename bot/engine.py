@@ -283,7 +283,7 @@ class Engine:
             )
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
-        if self._needs_summary(prompt):
+        if self.needs_summary(prompt):
             self.schedule_summary(conversation)
         return Reply(completion.text, stored_id=answer.id)
 
@@ -381,7 +381,8 @@ class Engine:
 
     # -- summaries -----------------------------------------------------------------------
 
-    def _needs_summary(self, prompt: Prompt) -> bool:
+    def needs_summary(self, prompt: Prompt) -> bool:
+        """Whether a compaction should follow this prompt (scheduled after the reply)."""
         if not self.assembler.uses_summary:
             return False
         threshold = self.config.memory.summary_threshold

@@ -1,0 +1,97 @@
+"""The engine benchmark's set-up: a history pre-filled and folded as the bot would leave it.
+
+The figures themselves are the benchmark's to print (``bench/engine_speed.py``), not a test's;
+what is tested is that the state it measures is the one it claims to measure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "engine_speed.py"
+
+
+@pytest.fixture(scope="module")
+def engine_speed() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("engine_speed", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("engine_speed", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_a_history_past_the_threshold_is_folded_as_the_bot_folds_it(
+    engine_speed: ModuleType, tmp_path: Path, tiktoken_cache: Path
+) -> None:
+    args = engine_speed.parse_args(["--sizes", "100", "600", "--recall-tokens", "1000"])
+    async with AsyncExitStack() as stack:
+        small = (await engine_speed.open_size(100, args=args, folder=tmp_path, stack=stack))[0]
+        large = (await engine_speed.open_size(600, args=args, folder=tmp_path, stack=stack))[0]
+        # 100 messages fit under the threshold: nothing is folded.
+        assert small.summarized == 0
+        key = engine_speed.CHANNEL.key
+        assert await small.engine.store.latest_summary(conversation_key=key) is None
+        # 600 do not: the summary covers all but the newest turns, and the prompt the bot would
+        # build next needs no further compaction (the steady state of a conversation it answers).
+        summary = await large.engine.store.latest_summary(conversation_key=key)
+        assert summary is not None
+        assert large.summarized == summary.message_count
+        assert 0 < summary.message_count < 600
+        assert summary.content.startswith(engine_speed.STAND_IN_SUMMARY[:40])
+        sample = await engine_speed.one_turn(large.engine, large.gen, grow=False)
+        assert sample.prompt_tokens <= args.budget
+        # At most: the system message, recall's, the unsummarized messages, the one answered.
+        assert sample.prompt_messages <= 2 + (600 - summary.message_count) + 1
+        newest = await large.engine.store.recent_messages(
+            conversation_key=key, through_id=2**62, after_turn=0, limit=1
+        )
+        prompt = await large.engine.assembler.build(
+            conversation_key=key,
+            channel_key=engine_speed.CHANNEL.channel_key,
+            through_id=newest[0].id,
+            current_id=None,
+            budget=large.engine.budget(),
+        )
+        assert prompt.summary is not None and prompt.summary.id == summary.id
+        assert not large.engine.needs_summary(prompt)
+
+
+async def test_folding_to_the_threshold_leaves_the_most_turns_a_cycle_holds(
+    engine_speed: ModuleType, tmp_path: Path, tiktoken_cache: Path
+) -> None:
+    covered = {}
+    for end in ("target", "threshold"):
+        args = engine_speed.parse_args(["--sizes", "600", "--recall-tokens", "0", "--fold-to", end])
+        async with AsyncExitStack() as stack:
+            folder = tmp_path / end
+            folder.mkdir()
+            result = (await engine_speed.open_size(600, args=args, folder=folder, stack=stack))[0]
+            covered[end] = result.summarized
+            sample = await engine_speed.one_turn(result.engine, result.gen, grow=False)
+            # Just under the threshold, and far above what a compaction leaves.
+            fill = sample.prompt_tokens / args.budget
+            if end == "threshold":
+                assert 0.7 < fill <= 0.8 + 0.05  # + the measured message
+            else:
+                assert fill < 0.7
+    assert 0 < covered["threshold"] < covered["target"]
+
+
+async def test_raw_history_is_never_summarized(
+    engine_speed: ModuleType, tmp_path: Path, tiktoken_cache: Path
+) -> None:
+    args = engine_speed.parse_args(["--sizes", "600", "--recall-tokens", "0", "--raw-history"])
+    async with AsyncExitStack() as stack:
+        result = (await engine_speed.open_size(600, args=args, folder=tmp_path, stack=stack))[0]
+        assert result.summarized == 0
+        key = engine_speed.CHANNEL.key
+        assert await result.engine.store.latest_summary(conversation_key=key) is None
+        sample = await engine_speed.one_turn(result.engine, result.gen, grow=False)
+        assert sample.prompt_tokens <= args.budget
