@@ -16,17 +16,18 @@ With the ``summary`` and ``hybrid`` strategies (hybrid is the default) the pre-f
 then folded into the rolling summary as the bot folds it: while the prompt it would build
 passes ``memory.summary_threshold`` (``Engine.needs_summary``), one compaction by the bot's own
 ``Summarizer``, whose model here is a stand-in that answers with a fixed summary of about 700
-tokens and a few facts about the people who talk, which go into their profiles (the summary
-model is never contacted). That is the state a conversation of N messages is in when the bot
-has been answering it: at 100 messages nothing is folded (the prompt is under the threshold);
-at 10,000 and 100,000 the summary covers all but the newest turns, the speaker's profile is
-shown, and recall still searches the whole history. By default the history is folded as a
-compaction folds it, down to ``memory.summary_target``: the state right after one, with the
-fewest recent turns of the cycle; ``--fold-to threshold`` stops just under the threshold, the
-state just before the next compaction, with the most. ``--raw-history`` skips the folding:
-every message stays unsummarized, the state of the ``full`` and ``window`` strategies (which
-never fold), or of a bot whose summary model has been failing all along; the window is then
-full and important turns are given places in it.
+tokens and a few facts about the people who talk, which go into their profiles
+(``--no-profiles``: none; the summary model is never contacted). That is the state a
+conversation of N messages is in when the bot has been answering it: at 100 messages nothing
+is folded (the prompt is under the threshold); at 10,000 and 100,000 the summary covers all
+but the newest turns, the speaker's profile is shown, and recall still searches the whole
+history. By default the history is folded as a compaction folds it, down to
+``memory.summary_target``: the state right after one, with the fewest recent turns of the
+cycle; ``--fold-to threshold`` stops just under the threshold, the state just before the next
+compaction, with the most. ``--raw-history`` skips the folding: every message stays
+unsummarized, the state of the ``full`` and ``window`` strategies (which never fold), or of a
+bot whose summary model has been failing all along; the window is then full and important
+turns are given places in it.
 
 Each measured turn is an addressed user message: ``engine.record`` then
 ``engine.assembler.build`` timed together, exactly as ``handle_message`` calls them. Afterwards,
@@ -372,13 +373,16 @@ once, in the profile of the person it names)."""
 
 class StandInSummaryModel:
     """The summary model while the bench folds the history: always the same summary, and
-    the same few facts about the people who talk."""
+    (unless ``profiles`` is false) the same few facts about the people who talk."""
 
     model = "gpt-4o-mini"
 
+    def __init__(self, *, profiles: bool) -> None:
+        self._text = f"{STAND_IN_SUMMARY}\n\n{STAND_IN_PROFILES}" if profiles else STAND_IN_SUMMARY
+
     async def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> Completion:
         return Completion(
-            text=f"{STAND_IN_SUMMARY}\n\n{STAND_IN_PROFILES}",
+            text=self._text,
             model=self.model,
             prompt_tokens=None,
             completion_tokens=None,
@@ -386,7 +390,9 @@ class StandInSummaryModel:
         )
 
 
-async def fold_history(engine: Engine, newest: int, *, to: str) -> tuple[int, int]:
+async def fold_history(
+    engine: Engine, newest: int, *, to: str, profiles: bool = True
+) -> tuple[int, int]:
     """Compact as the bot does after answering, until the prompt it would build no longer
     needs it; returns the compactions made and the messages the summary covers.
 
@@ -403,7 +409,7 @@ async def fold_history(engine: Engine, newest: int, *, to: str) -> tuple[int, in
         update["summary_target"] = config.memory.summary_threshold
     summarizer = Summarizer(
         store=engine.store,
-        model=StandInSummaryModel(),
+        model=StandInSummaryModel(profiles=profiles),
         tokenizer=ChatTokenizer.for_model(config.llm.chat_model),
         memory=config.memory.model_copy(update=update),
         max_tokens=config.llm.summary_max_tokens,
@@ -564,7 +570,9 @@ async def open_size(
             print(f"  {size:>7,} messages pre-filled in {prefill_s:.1f} s", flush=True)
             if folds(args):
                 started = time.perf_counter()
-                compactions, summarized = await fold_history(app.engine, newest, to=args.fold_to)
+                compactions, summarized = await fold_history(
+                    app.engine, newest, to=args.fold_to, profiles=not args.no_profiles
+                )
                 print(
                     f"  {'':>7} then {compactions} compactions folded {summarized:,} of them into "
                     f"the summary in {time.perf_counter() - started:.1f} s",
@@ -781,6 +789,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="fold the history as a compaction does, down to memory.summary_target (the state "
         "right after one; default), or only down to memory.summary_threshold (the state just "
         "before the next)",
+    )
+    parser.add_argument(
+        "--no-profiles",
+        action="store_true",
+        help="the stand-in summary model proposes no profile facts, so no speaker has a "
+        "profile at any size (by default those who talk get one or two from the summaries)",
     )
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument(

@@ -14,6 +14,8 @@ from types import ModuleType
 
 import pytest
 
+from bot.models import Person
+
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "engine_speed.py"
 
 
@@ -45,6 +47,15 @@ async def test_a_history_past_the_threshold_is_folded_as_the_bot_folds_it(
         assert large.summarized == summary.message_count
         assert 0 < summary.message_count < 600
         assert summary.content.startswith(engine_speed.STAND_IN_SUMMARY[:40])
+        assert "PROFILE" not in summary.content
+        # What the summaries said about the people went into their profiles, as in the bot.
+        alice = Person.of(engine_speed.CHANNEL, "u1001")
+        facts = await large.engine.store.profile_facts(person=alice)
+        assert [fact.text for fact in facts] == [
+            "reviews the billing migration scripts",
+            "prefers written status updates over meetings",
+        ]
+        assert not await small.engine.store.profile_facts(person=alice)
         sample = await engine_speed.one_turn(large.engine, large.gen, grow=False)
         assert sample.prompt_tokens <= args.budget
         # At most: the system message, recall's, the unsummarized messages, the one answered.
