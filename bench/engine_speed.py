@@ -277,9 +277,9 @@ def plan_turns(
             left -= 1
 
 
-async def store_reply(engine: Engine, stored: StoredMessage, text: str, at: float) -> int:
-    """What ``Engine.handle_message`` stores for the model's answer; returns its id."""
-    reply = await engine.store.add_message(
+async def store_reply(engine: Engine, stored: StoredMessage, text: str, at: float) -> None:
+    """What ``Engine.handle_message`` stores for the model's answer."""
+    await engine.store.add_message(
         conversation=CHANNEL,
         role=Role.ASSISTANT,
         author_id="assistant",
@@ -290,18 +290,15 @@ async def store_reply(engine: Engine, stored: StoredMessage, text: str, at: floa
         created_at=at,
         reply_to=stored.id,
     )
-    return reply.id
 
 
-async def prefill(engine: Engine, messages: int, *, seed: int) -> int:
-    """Fill the history through the engine's own API, oldest first, timestamps in the past;
-    returns the newest message's id.
+async def prefill(engine: Engine, messages: int, *, seed: int) -> None:
+    """Fill the history through the engine's own API, oldest first, timestamps in the past.
 
     The newest ``TAIL`` messages are the same at every size (the older ones differ), so the
     prompts built at different sizes see the same recent turns and only the history's length
     differs.
     """
-    newest = 0
     older = ChatGenerator(seed + 1)
     recent = ChatGenerator(seed)
     tail = min(TAIL, messages)
@@ -323,12 +320,8 @@ async def prefill(engine: Engine, messages: int, *, seed: int) -> int:
                 sent_at=at,
             )
         )
-        newest = stored.id
         if turn.reply is not None:
-            newest = await store_reply(
-                engine, stored, turn.reply, (at + timedelta(seconds=3)).timestamp()
-            )
-    return newest
+            await store_reply(engine, stored, turn.reply, (at + timedelta(seconds=3)).timestamp())
 
 
 STAND_IN_SUMMARY = "\n".join(
@@ -390,9 +383,7 @@ class StandInSummaryModel:
         )
 
 
-async def fold_history(
-    engine: Engine, newest: int, *, to: str, profiles: bool = True
-) -> tuple[int, int]:
+async def fold_history(engine: Engine, *, to: str, profiles: bool = True) -> tuple[int, int]:
     """Compact as the bot does after answering, until the prompt it would build no longer
     needs it; returns the compactions made and the messages the summary covers.
 
@@ -415,16 +406,7 @@ async def fold_history(
         max_tokens=config.llm.summary_max_tokens,
     )
     compactions = 0
-    while True:
-        prompt = await engine.assembler.build(
-            conversation_key=CHANNEL.key,
-            channel_key=CHANNEL.channel_key,
-            through_id=newest,
-            current_id=None,
-            budget=engine.budget(),
-        )
-        if not engine.needs_summary(prompt):
-            break
+    while engine.needs_summary((await engine.preview(CHANNEL)).prompt):
         if await summarizer.compact(CHANNEL, budget=engine.budget()) is None:
             break
         compactions += 1
@@ -565,13 +547,13 @@ async def open_size(
         app = await stack.enter_async_context(open_app(config))
         if not results:
             started = time.perf_counter()
-            newest = await prefill(app.engine, size, seed=args.seed)
+            await prefill(app.engine, size, seed=args.seed)
             prefill_s = time.perf_counter() - started
             print(f"  {size:>7,} messages pre-filled in {prefill_s:.1f} s", flush=True)
             if folds(args):
                 started = time.perf_counter()
                 compactions, summarized = await fold_history(
-                    app.engine, newest, to=args.fold_to, profiles=not args.no_profiles
+                    app.engine, to=args.fold_to, profiles=not args.no_profiles
                 )
                 print(
                     f"  {'':>7} then {compactions} compactions folded {summarized:,} of them into "

@@ -60,16 +60,7 @@ async def test_a_history_past_the_threshold_is_folded_as_the_bot_folds_it(
         assert sample.prompt_tokens <= args.budget
         # At most: the system message, recall's, the unsummarized messages, the one answered.
         assert sample.prompt_messages <= 2 + (600 - summary.message_count) + 1
-        newest = await large.engine.store.recent_messages(
-            conversation_key=key, through_id=2**62, after_turn=0, limit=1
-        )
-        prompt = await large.engine.assembler.build(
-            conversation_key=key,
-            channel_key=engine_speed.CHANNEL.channel_key,
-            through_id=newest[0].id,
-            current_id=None,
-            budget=large.engine.budget(),
-        )
+        prompt = (await large.engine.preview(engine_speed.CHANNEL)).prompt
         assert prompt.summary is not None and prompt.summary.id == summary.id
         assert not large.engine.needs_summary(prompt)
 
