@@ -11,6 +11,7 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -29,13 +30,21 @@ def engine_speed() -> ModuleType:
     return module
 
 
+async def opened(
+    engine_speed: ModuleType, size: int, options: list[str], folder: Path, stack: AsyncExitStack
+) -> tuple[Any, Any]:
+    """The bench's arguments with ``options``, and its history of ``size`` messages, open
+    until ``stack`` ends."""
+    args = engine_speed.parse_args(["--sizes", str(size), *options])
+    return args, (await engine_speed.open_size(size, args=args, folder=folder, stack=stack))[0]
+
+
 async def test_a_history_past_the_threshold_is_folded_as_the_bot_folds_it(
     engine_speed: ModuleType, tmp_path: Path, tiktoken_cache: Path
 ) -> None:
-    args = engine_speed.parse_args(["--sizes", "100", "600", "--recall-tokens", "1000"])
     async with AsyncExitStack() as stack:
-        small = (await engine_speed.open_size(100, args=args, folder=tmp_path, stack=stack))[0]
-        large = (await engine_speed.open_size(600, args=args, folder=tmp_path, stack=stack))[0]
+        _, small = await opened(engine_speed, 100, ["--recall-tokens", "1000"], tmp_path, stack)
+        args, large = await opened(engine_speed, 600, ["--recall-tokens", "1000"], tmp_path, stack)
         # 100 messages fit under the threshold: nothing is folded.
         assert small.summarized == 0
         key = engine_speed.CHANNEL.key
@@ -70,11 +79,11 @@ async def test_folding_to_the_threshold_leaves_the_most_turns_a_cycle_holds(
 ) -> None:
     covered = {}
     for end in ("target", "threshold"):
-        args = engine_speed.parse_args(["--sizes", "600", "--recall-tokens", "0", "--fold-to", end])
         async with AsyncExitStack() as stack:
             folder = tmp_path / end
             folder.mkdir()
-            result = (await engine_speed.open_size(600, args=args, folder=folder, stack=stack))[0]
+            options = ["--recall-tokens", "0", "--fold-to", end]
+            args, result = await opened(engine_speed, 600, options, folder, stack)
             covered[end] = result.summarized
             sample = await engine_speed.one_turn(result.engine, result.gen, grow=False)
             # Just under the threshold, and far above what a compaction leaves.
@@ -89,9 +98,9 @@ async def test_folding_to_the_threshold_leaves_the_most_turns_a_cycle_holds(
 async def test_raw_history_is_never_summarized(
     engine_speed: ModuleType, tmp_path: Path, tiktoken_cache: Path
 ) -> None:
-    args = engine_speed.parse_args(["--sizes", "600", "--recall-tokens", "0", "--raw-history"])
     async with AsyncExitStack() as stack:
-        result = (await engine_speed.open_size(600, args=args, folder=tmp_path, stack=stack))[0]
+        options = ["--recall-tokens", "0", "--raw-history"]
+        args, result = await opened(engine_speed, 600, options, tmp_path, stack)
         assert result.summarized == 0
         key = engine_speed.CHANNEL.key
         assert await result.engine.store.latest_summary(conversation_key=key) is None
