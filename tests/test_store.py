@@ -10,7 +10,8 @@ import pytest
 
 from bot.app import open_app
 from bot.models import Conversation, IncomingMessage, Role
-from bot.store.sqlite import SCHEMA_VERSION, DatabaseError, SqliteStore
+from bot.store.base import NewSummary
+from bot.store.sqlite import _LATEST_SUMMARY_KEY, SCHEMA_VERSION, DatabaseError, SqliteStore
 from tests.conftest import ConfigFactory
 
 GENERAL = Conversation.console("general")
@@ -75,6 +76,51 @@ async def test_building_a_prompt_reads_through_the_index(tmp_path: Path) -> None
     )
     assert "messages_by_conversation" in plan
     assert "TEMP B-TREE" not in plan  # no sort of the whole history
+
+
+def summary(text: str) -> NewSummary:
+    return NewSummary(GENERAL.key, text, 3, 1, 1, 1, 1, 1, False, "m")
+
+
+async def test_the_latest_summary_is_the_one_stored_whoever_stored_it(tmp_path: Path) -> None:
+    """The bot keeps the summary it read last and reads it again only when a newer one is
+    stored: by itself or by another process (``bot reset`` and a second bot on the same file),
+    even when that one took the id of the one kept."""
+    path = str(tmp_path / "bot.sqlite3")
+    bot, other = await SqliteStore.open(path), await SqliteStore.open(path)
+    try:
+        await add(bot, "question")
+        first = await bot.save_summary(summary("Ana owns billing."), generation=0, previous_id=None)
+        assert first is not None
+        assert await bot.latest_summary(conversation_key=GENERAL.key) == first
+        assert await bot.latest_summary(conversation_key=GENERAL.key) is first  # kept
+        second = await other.save_summary(
+            summary("Ana owns billing; Bo owns search."), generation=0, previous_id=first.id
+        )
+        assert second is not None
+        assert await bot.latest_summary(conversation_key=GENERAL.key) == second
+        await other.reset(conversation=GENERAL, include_pins=False)
+        assert await bot.latest_summary(conversation_key=GENERAL.key) is None
+        third = await other.save_summary(summary("Cy joined."), generation=1, previous_id=None)
+        assert third is not None and third.id == first.id  # the id came back after the reset
+        assert await bot.latest_summary(conversation_key=GENERAL.key) == third
+        await other.reset(conversation=GENERAL, include_pins=False)
+        fourth = await other.save_summary(summary("Di left."), generation=2, previous_id=None)
+        assert fourth is not None and fourth.id == third.id  # and again, with no read between
+        assert await bot.latest_summary(conversation_key=GENERAL.key) == fourth
+    finally:
+        await bot.close()
+        await other.close()
+
+
+async def test_a_prompt_knows_the_latest_summary_from_the_index(tmp_path: Path) -> None:
+    store = await SqliteStore.open(str(tmp_path / "bot.sqlite3"))
+    await store.close()
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    plan = " ".join(
+        row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {_LATEST_SUMMARY_KEY}", ("k",))
+    )
+    assert "COVERING INDEX summaries_by_conversation" in plan  # the summary's text is not read
 
 
 async def test_stored_counts_follow_a_change_of_chat_model_encoding(

@@ -231,6 +231,12 @@ _MIGRATIONS: tuple[str, ...] = (
             VALUES (old.conversation, old.id, 1);
     END;
     """,
+    # 8: a conversation's latest summary is known from the index alone (id and time made), so
+    # that a prompt reads the summary's row (a few pages of text) only when it is a new one.
+    """
+    DROP INDEX summaries_by_conversation;
+    CREATE INDEX summaries_by_conversation ON summaries (conversation, id, created_at);
+    """,
 )
 
 _INDEX_ON_INSERT = """
@@ -269,6 +275,10 @@ _LATEST_SUMMARY = (
     f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE conversation = ?"  # noqa: S608
     " ORDER BY id DESC LIMIT 1"
 )
+_LATEST_SUMMARY_KEY = (  # from the index alone
+    "SELECT id, created_at FROM summaries WHERE conversation = ? ORDER BY id DESC LIMIT 1"
+)
+_HELD_SUMMARIES = 1024  # conversations whose latest summary is kept in memory
 
 
 def _statements(script: str) -> list[str]:
@@ -357,6 +367,8 @@ class SqliteStore:
         self._known: set[str] = set()
         self._rows = RowCache()
         self._turns = TurnCache(self._read)
+        # Each conversation's latest summary, as read last (``latest_summary``).
+        self._summaries: dict[str, Summary] = {}
 
     @classmethod
     async def open(
@@ -867,8 +879,25 @@ class SqliteStore:
         return next((float(row[0]) for row in rows), None)
 
     async def latest_summary(self, *, conversation_key: str) -> Summary | None:
-        rows = await self._read(_LATEST_SUMMARY, (conversation_key,))
-        return next((_summary(row) for row in rows), None)
+        # A summary row never changes once written (but for a recount, which drops what is
+        # held); its id and the time it was made tell it from one stored since, by whichever
+        # process, even one that took its id after a reset.
+        keys = await self._read(_LATEST_SUMMARY_KEY, (conversation_key,))
+        held = self._summaries.get(conversation_key)
+        if held is not None and keys and (held.id, held.created_at) == tuple(keys[0]):
+            return held
+        rows = await self._read(_LATEST_SUMMARY, (conversation_key,)) if keys else []
+        return self._hold(conversation_key, next((_summary(row) for row in rows), None))
+
+    def _hold(self, conversation_key: str, summary: Summary | None) -> Summary | None:
+        """Keep ``summary`` as the conversation's latest (None: it has none)."""
+        held = self._summaries
+        held.pop(conversation_key, None)
+        if summary is not None:
+            if len(held) >= _HELD_SUMMARIES:
+                held.pop(next(iter(held)))  # the conversation that waited longest
+            held[conversation_key] = summary
+        return summary
 
     async def save_summary(
         self, summary: NewSummary, *, generation: int, previous_id: int | None
@@ -876,9 +905,8 @@ class SqliteStore:
         created_at = time.time()
         async with self._transaction():
             current = await self.generation(conversation_key=summary.conversation_key)
-            rows = await self._db.execute_fetchall(_LATEST_SUMMARY, (summary.conversation_key,))
-            latest = next((_summary(row) for row in rows), None)
-            if current != generation or (latest.id if latest else None) != previous_id:
+            keys = await self._db.execute_fetchall(_LATEST_SUMMARY_KEY, (summary.conversation_key,))
+            if current != generation or next((key[0] for key in keys), None) != previous_id:
                 return None
             row = await self._db.execute_insert(
                 "INSERT INTO summaries (conversation, content, tokens, covers_through_turn,"
@@ -899,7 +927,7 @@ class SqliteStore:
                 ),
             )
         assert row is not None
-        return Summary(
+        saved = Summary(
             id=int(row[0]),
             conversation_key=summary.conversation_key,
             content=summary.content,
@@ -913,6 +941,7 @@ class SqliteStore:
             model=summary.model,
             created_at=created_at,
         )
+        return self._hold(summary.conversation_key, saved)
 
     async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
         key = conversation.key
@@ -1002,6 +1031,7 @@ class SqliteStore:
         updated = 0
         self._rows.clear()
         self._turns.clear()
+        self._summaries.clear()
         async with self._transaction():
             rows = await self._db.execute_fetchall(
                 "SELECT id, role, author_name, content FROM messages"
@@ -1047,6 +1077,7 @@ class SqliteStore:
         self._known.clear()
         self._rows.clear()
         self._turns.clear()
+        self._summaries.clear()
         return imported
 
     async def ping(self) -> bool:
