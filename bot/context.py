@@ -48,6 +48,9 @@ _QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recal
 _WINDOW_STARTS = 10_000  # conversations whose per-conversation figures are remembered
 PROFILE_SHARE = 0.1
 """A speaker's profile may take at most this share of the budget (and memory.profile_tokens)."""
+_PROFILES_HELD = 4096  # fitted profile blocks kept
+_HEADS_HELD = 1024  # prompts' first messages kept
+_Profile = tuple[str, tuple[ProfileFact, ...]]  # a profile block and the facts it shows
 IMPORTANT_LOOKBACK = 32
 """How many important turns older than the window are considered for a place in it."""
 
@@ -171,6 +174,18 @@ def _remember(per_conversation: dict[str, int], conversation_key: str, value: in
     per_conversation[conversation_key] = value
 
 
+@dataclass(frozen=True)
+class _Head:
+    """A prompt's first message and what it and its parts take."""
+
+    text: str
+    tokens: int
+    """The whole message, with the chat format's overhead."""
+    pins: int
+    profile: int
+    summary: int
+
+
 class _CountCache:
     """Counts of the few texts that repeat turn after turn (head, pins, summary blocks)."""
 
@@ -236,38 +251,63 @@ class Assembler:
         self._system_prompt = system_prompt
         self._count = _CountCache(tokenizer)
         self._render = _Rendered()
+        self._profiles: dict[tuple[str, tuple[ProfileFact, ...], int], _Profile] = {}
+        """Fitted profile blocks by speaker name, facts and cap."""
+        self._heads: dict[tuple[tuple[Pin, ...], str, Summary | None], _Head] = {}
         self.system_tokens = self._count(system_prompt)
 
     @property
     def uses_summary(self) -> bool:
         return self._memory.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
 
-    def head_text(
-        self, pins: Sequence[Pin], summary: Summary | None, profile: str | None = None
-    ) -> str:
-        parts = [self._system_prompt]
-        if pins:
-            parts.append(render_pins(pins))
-        if profile:
-            parts.append(profile)
-        if summary is not None:
-            parts.append(render_summary(summary))
-        return "\n\n".join(parts)
+    def head_text(self, pins: Sequence[Pin], summary: Summary | None, profile: str = "") -> str:
+        """The prompt's first message: system prompt, pins, the speaker's profile, summary."""
+        return self._head(pins, summary, profile).text
 
-    def head_tokens(
-        self, pins: Sequence[Pin], summary: Summary | None, profile: str | None = None
-    ) -> int:
-        return self._count(self.head_text(pins, summary, profile)) + MESSAGE_OVERHEAD
+    def _head(self, pins: Sequence[Pin], summary: Summary | None, profile: str) -> _Head:
+        # The same pins, profile and summary make the same head: built and counted once, not
+        # on every prompt (the store hands out the same summary object while it is current).
+        key = (tuple(pins), profile, summary)
+        head = self._heads.get(key)
+        if head is not None:
+            return head
+        parts = [self._system_prompt]
+        pins_text = render_pins(pins) if pins else ""
+        summary_text = render_summary(summary) if summary is not None else ""
+        parts.extend(part for part in (pins_text, profile, summary_text) if part)
+        text = "\n\n".join(parts)
+        if len(self._heads) >= _HEADS_HELD:
+            self._heads.clear()
+        head = self._heads[key] = _Head(
+            text=text,
+            tokens=self._count(text) + MESSAGE_OVERHEAD,
+            pins=self._count(pins_text) if pins_text else 0,
+            profile=self._count(profile) if profile else 0,
+            summary=self._count(summary_text) if summary_text else 0,
+        )
+        return head
 
     def profile_cap(self, budget: int) -> int:
         return min(self._memory.profile_tokens, int(budget * PROFILE_SHARE))
 
     def fit_profile(
         self, name: str, facts: Sequence[ProfileFact], budget: int
-    ) -> tuple[str, list[ProfileFact]]:
+    ) -> tuple[str, tuple[ProfileFact, ...]]:
         """The speaker's profile block within its cap: their own facts in the order they set
         them, then inferred ones newest first, as many as fit."""
         cap = self.profile_cap(budget)
+        # The same facts under the same cap fit the same way: fitted once, not every prompt.
+        key = (name, tuple(facts), cap)
+        fitted = self._profiles.get(key)
+        if fitted is None:
+            if len(self._profiles) >= _PROFILES_HELD:
+                self._profiles.clear()
+            fitted = self._profiles[key] = self._fit_profile(name, facts, cap)
+        return fitted
+
+    def _fit_profile(
+        self, name: str, facts: Sequence[ProfileFact], cap: int
+    ) -> tuple[str, tuple[ProfileFact, ...]]:
         ordered = [f for f in facts if f.source is FactSource.USER]
         ordered += sorted(
             (f for f in facts if f.source is FactSource.SUMMARY), key=lambda f: f.id, reverse=True
@@ -280,10 +320,7 @@ class Assembler:
             if self._count(rendered) > cap:
                 break
             shown, text = candidate, rendered
-        return text, shown
-
-    def pins_tokens(self, pins: Sequence[Pin]) -> int:
-        return self._count(render_pins(pins)) if pins else 0
+        return text, tuple(shown)
 
     async def build(
         self,
@@ -303,7 +340,7 @@ class Assembler:
         ``speaker``, whose profile is shown. Raises :class:`PromptTooLarge` when the system
         prompt, pins, profile and that message alone exceed the budget.
         """
-        profile_text, profile = "", list[ProfileFact]()
+        profile_text, profile = "", tuple[ProfileFact, ...]()
         if speaker is not None and self._memory.profile_tokens:
             pins, facts = await self._store.pins_and_profile(
                 channel_key=channel_key, person=speaker.person
@@ -317,13 +354,12 @@ class Assembler:
             if self.uses_summary
             else None
         )
-        head = self.head_tokens(pins, summary, profile_text)
-        fixed = head + REPLY_PRIMING
+        head = self._head(pins, summary, profile_text)
+        fixed = head.tokens + REPLY_PRIMING
         if fixed > budget:
-            pins_part = self.pins_tokens(pins)
             raise PromptTooLarge(
                 f"The system prompt and the {len(pins)} pinned facts take {fixed:,} tokens "
-                f"(pins: {pins_part:,}), more than the {budget:,}-token budget. "
+                f"(pins: {head.pins:,}), more than the {budget:,}-token budget. "
                 "Nothing was sent to the model; unpin something with /unpin ID (see /pins)."
             )
         rows: Sequence[StoredMessage] = []
@@ -397,23 +433,20 @@ class Assembler:
             recent, left_out = fit.tokens, fit.left_out
             if self._recaller is not None:
                 self._remember_whole(conversation_key, after_turn == 0 and not left_out)
-        messages = [{"role": "system", "content": self.head_text(pins, summary, profile_text)}]
+        messages = [{"role": "system", "content": head.text}]
         if recalled.messages:
             messages.append(recalled.prompt_message())
         messages.extend(self._render(rows))
-        pins_part = self.pins_tokens(pins)
-        profile_part = self._count(profile_text) if profile_text else 0
-        summary_part = self._count(render_summary(summary)) if summary else 0
         return Prompt(
             messages=messages,
             tokens=fixed + recalled.tokens + recent,
             budget=budget,
             breakdown=Breakdown(
                 {
-                    "system": head - pins_part - profile_part - summary_part,
-                    "pins": pins_part,
-                    "profile": profile_part,
-                    "summary": summary_part,
+                    "system": head.tokens - head.pins - head.profile - head.summary,
+                    "pins": head.pins,
+                    "profile": head.profile,
+                    "summary": head.summary,
                     "recall": recalled.tokens,
                     "recent": recent,
                 }

@@ -113,6 +113,9 @@ async def test_profile_lists_ids_and_sources_and_forget_removes_one_or_all(
     assert listing.ephemeral
     assert "#1 (you set it): prefers short answers" in listing.text
     assert "#2 (you set it): is the release manager" in listing.text
+    await app.engine.handle_message(said("hi"))
+    assert "prefers short answers" in last_system(llm)
+    assert "is the release manager" in last_system(llm)
     # Bo cannot delete Ana's facts: his /forget only reaches his own profile.
     refused = await run_command(app.engine, command("forget", "1", who="Bo"))
     assert refused.kind is ReplyKind.ERROR and "no fact #1" in refused.text
