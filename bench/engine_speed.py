@@ -16,18 +16,23 @@ With the ``summary`` and ``hybrid`` strategies (hybrid is the default) the pre-f
 then folded into the rolling summary as the bot folds it: while the prompt it would build
 passes ``memory.summary_threshold`` (``Engine.needs_summary``), one compaction by the bot's own
 ``Summarizer``, whose model here is a stand-in that answers with a fixed summary of about 700
-tokens and a few facts about the people who talk, which go into their profiles
-(``--no-profiles``: none; the summary model is never contacted). That is the state a
-conversation of N messages is in when the bot has been answering it: at 100 messages nothing
-is folded (the prompt is under the threshold); at 10,000 and 100,000 the summary covers all
-but the newest turns, the speaker's profile is shown, and recall still searches the whole
-history. By default the history is folded as a compaction folds it, down to
-``memory.summary_target``: the state right after one, with the fewest recent turns of the
-cycle; ``--fold-to threshold`` stops just under the threshold, the state just before the next
-compaction, with the most. ``--raw-history`` skips the folding: every message stays
-unsummarized, the state of the ``full`` and ``window`` strategies (which never fold), or of a
-bot whose summary model has been failing all along; the window is then full and important
-turns are given places in it.
+tokens and a few facts about the people who talk (the summary model is never contacted). That
+is the state a conversation of N messages is in when the bot has been answering it: at 100
+messages nothing is folded (the prompt is under the threshold); at 10,000 and 100,000 the
+summary covers all but the newest turns, and recall still searches the whole history. By
+default the history is folded as a compaction folds it, down to ``memory.summary_target``: the
+state right after one, with the fewest recent turns of the cycle; ``--fold-to threshold`` stops
+just under the threshold, the state just before the next compaction, with the most.
+``--raw-history`` skips the folding: every message stays unsummarized, the state of the ``full`` and
+``window`` strategies (which never fold), or of a bot whose summary model has been failing all
+along; the window is then full and important turns are given places in it.
+
+Profiles belong to people, not to a channel's history: the people who talk have the same
+profile at every size, the facts the stand-in's summaries name (as if the bot had noted them in
+other channels of the workspace), set before pre-filling; the summaries' own facts then add
+nothing, as the summarizer keeps a fact once. So the speaker's profile is in every prompt and
+the sizes differ only by their history. ``--no-profiles``: nobody has a profile, and the
+stand-in proposes none.
 
 Each measured turn is an addressed user message: ``engine.record`` then
 ``engine.assembler.build`` timed together, exactly as ``handle_message`` calls them. Afterwards,
@@ -75,8 +80,15 @@ from bot.config import Config, Strategy, parse_config
 from bot.context import Speaker
 from bot.engine import Engine
 from bot.llm import Completion
-from bot.models import Conversation, IncomingMessage, Person, Role, StoredMessage
-from bot.summarizer import Summarizer
+from bot.models import (
+    Conversation,
+    FactSource,
+    IncomingMessage,
+    Person,
+    Role,
+    StoredMessage,
+)
+from bot.summarizer import Summarizer, split_profiles
 from bot.tokens import ChatTokenizer, install_encodings
 
 TARGET_MS = 2.0
@@ -360,8 +372,22 @@ STAND_IN_PROFILES = "\n".join(
         "PROFILE 陈静: 维护新人文档",
     ]
 )
-"""What the summary model proposes for the people's profiles (the summarizer stores each fact
-once, in the profile of the person it names)."""
+"""What the people's profiles hold at every size, and what the stand-in summary model proposes
+for them (the summarizer stores each fact once, in the profile of the person it names)."""
+
+
+async def give_profiles(engine: Engine) -> None:
+    """The facts ``STAND_IN_PROFILES`` names, in the profiles of the people they name, as the
+    summarizer stores them (inferred)."""
+    _, proposals = split_profiles(STAND_IN_PROFILES)
+    ids = {name: author_id for author_id, name, _ in USERS}
+    for name, fact in proposals:
+        await engine.store.add_profile_fact(
+            person=Person.of(CHANNEL, ids[name]),
+            text=fact,
+            tokens=engine.tokenizer.count(fact),
+            source=FactSource.SUMMARY,
+        )
 
 
 class StandInSummaryModel:
@@ -546,6 +572,8 @@ async def open_size(
         config = make_config(path, args.strategy, args.budget, recall_tokens)
         app = await stack.enter_async_context(open_app(config))
         if not results:
+            if not args.no_profiles:
+                await give_profiles(app.engine)
             started = time.perf_counter()
             await prefill(app.engine, size, seed=args.seed)
             prefill_s = time.perf_counter() - started
@@ -775,8 +803,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-profiles",
         action="store_true",
-        help="the stand-in summary model proposes no profile facts, so no speaker has a "
-        "profile at any size (by default those who talk get one or two from the summaries)",
+        help="nobody has a profile, and the stand-in summary model proposes no profile facts "
+        "(by default those who talk have the same one or two facts at every size)",
     )
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument(

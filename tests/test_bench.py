@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from bot.context import Speaker
 from bot.models import Person
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "engine_speed.py"
@@ -57,14 +58,17 @@ async def test_a_history_past_the_threshold_is_folded_as_the_bot_folds_it(
         assert 0 < summary.message_count < 600
         assert summary.content.startswith(engine_speed.STAND_IN_SUMMARY[:40])
         assert "PROFILE" not in summary.content
-        # What the summaries said about the people went into their profiles, as in the bot.
-        alice = Person.of(engine_speed.CHANNEL, "u1001")
-        facts = await large.engine.store.profile_facts(person=alice)
-        assert [fact.text for fact in facts] == [
-            "reviews the billing migration scripts",
-            "prefers written status updates over meetings",
-        ]
-        assert not await small.engine.store.profile_facts(person=alice)
+        # The speaker has the same profile at both sizes: folding (whose summaries name the
+        # same facts) added none, so the prompts differ only by the history.
+        alice = Speaker(Person.of(engine_speed.CHANNEL, "u1001"), "alice")
+        for result in (small, large):
+            preview = await result.engine.preview(engine_speed.CHANNEL, speaker=alice)
+            assert [fact.text for fact in preview.prompt.profile] == [
+                "reviews the billing migration scripts",
+                "prefers written status updates over meetings",
+            ]
+            facts = await result.engine.store.profile_facts(person=alice.person)
+            assert len(facts) == 2
         sample = await engine_speed.one_turn(large.engine, large.gen, grow=False)
         assert sample.prompt_tokens <= args.budget
         # At most: the system message, recall's, the unsummarized messages, the one answered.
@@ -93,6 +97,20 @@ async def test_folding_to_the_threshold_leaves_the_most_turns_a_cycle_holds(
             else:
                 assert fill < 0.7
     assert 0 < covered["threshold"] < covered["target"]
+
+
+async def test_without_profiles_nobody_has_one_at_any_size(
+    engine_speed: ModuleType, tmp_path: Path, tiktoken_cache: Path
+) -> None:
+    async with AsyncExitStack() as stack:
+        options = ["--recall-tokens", "0", "--no-profiles"]
+        for size in (100, 600):
+            _, result = await opened(engine_speed, size, options, tmp_path, stack)
+            for author_id, name, _ in engine_speed.USERS:
+                speaker = Speaker(Person.of(engine_speed.CHANNEL, author_id), name)
+                preview = await result.engine.preview(engine_speed.CHANNEL, speaker=speaker)
+                assert preview.prompt.profile == ()
+                assert not await result.engine.store.profile_facts(person=speaker.person)
 
 
 async def test_raw_history_is_never_summarized(
