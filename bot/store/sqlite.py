@@ -895,7 +895,7 @@ class SqliteStore:
         held.pop(conversation_key, None)
         if summary is not None:
             if len(held) >= _HELD_SUMMARIES:
-                held.pop(next(iter(held)))  # the conversation that waited longest
+                held.pop(next(iter(held)))  # the one kept longest ago
             held[conversation_key] = summary
         return summary
 
