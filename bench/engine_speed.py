@@ -89,7 +89,7 @@ from bot.models import (
     StoredMessage,
 )
 from bot.summarizer import Summarizer, split_profiles
-from bot.tokens import ChatTokenizer, install_encodings
+from bot.tokens import install_encodings
 
 TARGET_MS = 2.0
 TARGET_RATIO = 1.5
@@ -427,7 +427,7 @@ async def fold_history(engine: Engine, *, to: str, profiles: bool = True) -> tup
     summarizer = Summarizer(
         store=engine.store,
         model=StandInSummaryModel(profiles=profiles),
-        tokenizer=ChatTokenizer.for_model(config.llm.chat_model),
+        tokenizer=engine.tokenizer,  # as the bot wires its summarizer
         memory=config.memory.model_copy(update=update),
         max_tokens=config.llm.summary_max_tokens,
     )
