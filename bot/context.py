@@ -290,9 +290,7 @@ class Assembler:
     def profile_cap(self, budget: int) -> int:
         return min(self._memory.profile_tokens, int(budget * PROFILE_SHARE))
 
-    def fit_profile(
-        self, name: str, facts: Sequence[ProfileFact], budget: int
-    ) -> tuple[str, tuple[ProfileFact, ...]]:
+    def fit_profile(self, name: str, facts: Sequence[ProfileFact], budget: int) -> _Profile:
         """The speaker's profile block within its cap: their own facts in the order they set
         them, then inferred ones newest first, as many as fit."""
         cap = self.profile_cap(budget)
@@ -305,9 +303,7 @@ class Assembler:
             fitted = self._profiles[key] = self._fit_profile(name, facts, cap)
         return fitted
 
-    def _fit_profile(
-        self, name: str, facts: Sequence[ProfileFact], cap: int
-    ) -> tuple[str, tuple[ProfileFact, ...]]:
+    def _fit_profile(self, name: str, facts: Sequence[ProfileFact], cap: int) -> _Profile:
         ordered = [f for f in facts if f.source is FactSource.USER]
         ordered += sorted(
             (f for f in facts if f.source is FactSource.SUMMARY), key=lambda f: f.id, reverse=True
