@@ -399,7 +399,13 @@ class StandInSummaryModel:
     def __init__(self, *, profiles: bool) -> None:
         self._text = f"{STAND_IN_SUMMARY}\n\n{STAND_IN_PROFILES}" if profiles else STAND_IN_SUMMARY
 
-    async def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> Completion:
         return Completion(
             text=self._text,
             model=self.model,

@@ -12,7 +12,7 @@ import openai
 from bot.calibration import Calibrator
 from bot.config import Config
 from bot.engine import Engine
-from bot.llm import OpenAIChatModel, OpenAIEmbedder, make_client
+from bot.llm import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, make_client
 from bot.metrics import PrometheusObserver
 from bot.observe import NoObserver, ObservedChatModel, Observer
 from bot.store.sqlite import SqliteStore
@@ -76,8 +76,15 @@ async def open_app(config: Config) -> AsyncIterator[App]:
                 max_retries=llm.max_retries,
             )
             clients.append(summary_client)
-        chat = OpenAIChatModel(chat_client, llm.chat_model, temperature=llm.temperature)
-        summary = OpenAIChatModel(summary_client, llm.summary_model, temperature=None)
+        policy = RetryPolicy(
+            retries=llm.max_retries,
+            timeout=llm.timeout_seconds,
+            deadline=llm.reply_deadline_seconds,
+        )
+        chat = OpenAIChatModel(
+            chat_client, llm.chat_model, temperature=llm.temperature, policy=policy
+        )
+        summary = OpenAIChatModel(summary_client, llm.summary_model, policy=policy)
         metrics = PrometheusObserver() if config.http.port is not None else None
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.context import PromptTooLarge, Speaker, render_pins, render_profile
-from bot.engine import Engine, clean_text
-from bot.llm import LLMError
+from bot.engine import Engine
+from bot.llm import LLMError, clean_text
 from bot.models import (
     CommandCall,
     Conversation,

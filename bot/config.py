@@ -49,6 +49,8 @@ class LLMConfig(_Section):
     summary_base_url: str | None = None
     timeout_seconds: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
+    reply_deadline_seconds: float = Field(default=90.0, gt=0)
+    """The most one answer may take, all its retries and Retry-After waits included."""
     max_reply_tokens: int = Field(default=1024, gt=0)
     summary_max_tokens: int = Field(default=800, gt=0)
     temperature: float | None = Field(default=None, ge=0, le=2)

@@ -16,7 +16,7 @@ from bot.calibration import Calibrator
 from bot.config import Config
 from bot.context import Assembler, Prompt, PromptTooLarge, Speaker
 from bot.importance import score
-from bot.llm import ChatModel, Completion, Embedder, Failure, LLMError
+from bot.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
 from bot.models import (
     Conversation,
     IncomingMessage,
@@ -38,15 +38,6 @@ log = logging.getLogger(__name__)
 
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
 _SHRINK_ON_OVERFLOW = 0.75
-
-
-def clean_text(text: str) -> str:
-    """Make any string storable and sendable: lone surrogates become U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 class _Locks:
@@ -291,6 +282,8 @@ class Engine:
         self, conversation: Conversation, stored: StoredMessage
     ) -> tuple[Prompt, Completion]:
         budget = self.budget()
+        # One deadline for the answer, whatever retries it takes.
+        deadline = time.monotonic() + self.config.llm.reply_deadline_seconds
         for attempt in range(2):
             prompt = await self.assembler.build(
                 conversation_key=conversation.key,
@@ -303,7 +296,7 @@ class Engine:
             )
             try:
                 completion = await self.chat.complete(
-                    prompt.messages, max_tokens=self.config.llm.max_reply_tokens
+                    prompt.messages, max_tokens=self.config.llm.max_reply_tokens, deadline=deadline
                 )
             except LLMError as exc:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:

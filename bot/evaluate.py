@@ -210,9 +210,17 @@ class _Recording:
     def model(self) -> str:
         return str(self._inner.model)
 
-    async def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> Completion:
         try:
-            completion: Completion = await self._inner.complete(messages, max_tokens=max_tokens)
+            completion: Completion = await self._inner.complete(
+                messages, max_tokens=max_tokens, deadline=deadline
+            )
         except LLMError as exc:
             self.failure = exc
             raise

@@ -77,10 +77,18 @@ class ObservedChatModel:
     def model(self) -> str:
         return self._inner.model
 
-    async def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> Completion:
         started = time.monotonic()
         try:
-            completion = await self._inner.complete(messages, max_tokens=max_tokens)
+            completion = await self._inner.complete(
+                messages, max_tokens=max_tokens, deadline=deadline
+            )
         except LLMError as exc:
             self._observer.llm_request(
                 model=self.model,

@@ -154,7 +154,7 @@ async def test_model_failures_get_an_honest_reply_and_history_stays_consistent(
     async with open_app(config) as app:
         cases = [
             (Reply.server_error(), "could not reach the model"),
-            (Reply.rate_limited(retry_after=1), "rate-limiting"),
+            (Reply.rate_limited(retry_after=1), "rate-limited; try again in about 1 s"),
             (Reply(text="late", delay=2), "did not answer in time"),
             (Reply(close_connection=True), "could not reach the model"),
             (Reply(raw_body="{not json"), "could not read"),

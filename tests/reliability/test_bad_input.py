@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from bot.app import App, open_app
 from bot.commands import COMMANDS, run_command
 from bot.config import parse_config
-from bot.engine import clean_text
+from bot.llm import clean_text
 from bot.models import CommandCall, Conversation, IncomingMessage, ReplyKind, Role
 from tests.conftest import config_dict, respond
 from tests.support.fake_llm import FakeLLM

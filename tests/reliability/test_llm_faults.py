@@ -2,7 +2,7 @@
 with Retry-After, 500s, malformed JSON, empty completions, context-length errors and a server
 that drops the connection.
 
-For each: the person gets a short, honest reply; the SDK's retries stop at ``llm.max_retries``
+For each: the person gets a short, honest reply; the retries stop at ``llm.max_retries``
 (the engine adds one smaller retry on a context-length error, no more); the question stays in
 history without an invented answer; the next message is answered, with that question in its
 prompt. A failing summary model changes nothing and replies go on.
@@ -38,7 +38,7 @@ class Fault:
 FAULTS = {
     "timeout": Fault(Reply(text="late", delay=2), "did not answer in time", 1 + MAX_RETRIES),
     "429 with Retry-After": Fault(
-        Reply.rate_limited(retry_after=0.2), "rate-limiting", 1 + MAX_RETRIES
+        Reply.rate_limited(retry_after=0.2), "rate-limited", 1 + MAX_RETRIES
     ),
     "500": Fault(
         Reply(status=500, headers=FAST_RETRY, error=Reply.server_error().error),

@@ -76,6 +76,26 @@ class Reply:
         return cls(status=429, error=body, headers={"Retry-After": f"{retry_after:g}"})
 
     @classmethod
+    def raw_content(cls, literal: str) -> Reply:
+        """A well-formed completion whose content is the JSON string literal ``literal``
+        (without its quotes), sent as written: ``hi \\ud83d`` arrives as a lone surrogate."""
+        body = {
+            "id": "chatcmpl-raw",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "@@"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+        }
+        return cls(raw_body=json.dumps(body).replace("@@", literal))
+
+    @classmethod
     def server_error(cls) -> Reply:
         """HTTP 500 with OpenAI's generic server error body."""
         message = "The server had an error while processing your request. Sorry about that!"
