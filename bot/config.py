@@ -52,6 +52,9 @@ class LLMConfig(_Section):
     reply_deadline_seconds: float = Field(default=90.0, gt=0)
     """The most one answer may take, all its retries and Retry-After waits included."""
     max_reply_tokens: int = Field(default=1024, gt=0)
+    max_reply_chars: int = Field(default=8000, ge=500)
+    """The most of a reply posted as messages; a longer one's whole text is attached as a
+    file (servers may ignore max_reply_tokens)."""
     summary_max_tokens: int = Field(default=800, gt=0)
     temperature: float | None = Field(default=None, ge=0, le=2)
     embedding_model: str | None = Field(default=None, min_length=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import logging
 from typing import Any
 
@@ -15,11 +16,13 @@ from bot.discord_adapter.render import split_message
 from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
 from bot.discord_adapter.translate import conversation_for, is_pushpin, to_incoming
 from bot.engine import Engine, Pending
+from bot.long_replies import ATTACHMENT_NAME, LongReply, shorten
 from bot.models import Conversation, IncomingMessage, Reply
 
 log = logging.getLogger(__name__)
 
 _PARENTS = 4096  # uncached threads whose parent channel is remembered
+_NOT_ATTACHED = "(The rest of this reply could not be attached; it is kept in memory.)"
 
 
 def intents() -> discord.Intents:
@@ -126,7 +129,8 @@ class MemoryClient(discord.Client):
     async def _send(
         self, message: discord.Message, reply: Reply, conversation: Conversation
     ) -> None:
-        parts = split_message(reply.text)
+        long = shorten(reply.text, self._engine.config.llm.max_reply_chars)
+        parts = split_message(long.shown if long else reply.text)
         if not parts:
             return
         first, *rest = parts
@@ -139,6 +143,17 @@ class MemoryClient(discord.Client):
             await self._engine.attach_message_id(conversation, reply.stored_id, str(sent.id))
         for part in rest:
             await message.channel.send(part.text, allowed_mentions=NO_MENTIONS)
+        if long is not None:
+            await self._attach(message.channel, long)
+
+    async def _attach(self, channel: discord.abc.Messageable, long: LongReply) -> None:
+        """The whole of a long reply as a file, with its note."""
+        file = discord.File(io.BytesIO(long.attachment), filename=ATTACHMENT_NAME)
+        try:
+            await channel.send(long.note, file=file, allowed_mentions=NO_MENTIONS)
+        except discord.HTTPException as exc:  # no Attach Files permission, say
+            log.warning("attaching a long reply failed: %s %s", exc.status, exc.text)
+            await channel.send(_NOT_ATTACHED, allowed_mentions=NO_MENTIONS)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         incoming = await self._incoming(payload.message)

@@ -17,12 +17,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.commands import COMMANDS, run_command
 from bot.config import SlackConfig, SlackRecord
 from bot.engine import Engine, Pending
+from bot.long_replies import ATTACHMENT_NAME, LongReply, shorten
 from bot.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind
 from bot.slack_adapter.render import split, to_mrkdwn
 from bot.slack_adapter.translate import (
@@ -51,6 +52,7 @@ NAME_WAIT = 1.0
 the user id: a slow or rate-limited lookup must not hold back storing a message Slack already
 has its acknowledgement for. The lookup goes on and names the person's later messages."""
 _MAX_RESPONSES = 5  # a response_url takes 5 messages
+_NOT_ATTACHED = "_(The rest of this reply could not be attached; it is kept in memory.)_"
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,12 @@ class _Turn:
     accepted: Pending | Reply
     channel: str
     thread: str | None
+
+
+def _slack_error(exc: SlackClientError) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error"))
+    return type(exc).__name__
 
 
 def _ephemeral(reply: Reply) -> bool:
@@ -386,11 +394,31 @@ class Listeners:
                     channel=channel, user=user, text=chunk, thread_ts=thread
                 )
             return
+        long = shorten(reply.text, self.engine.config.llm.max_reply_chars)
+        if long is not None:
+            chunks = split(to_mrkdwn(long.shown))
         if placeholder is not None and chunks:
             await self.client.chat_update(channel=channel, ts=placeholder, text=chunks[0])
             chunks = chunks[1:]
         for chunk in chunks:
             await self._post(channel, thread, chunk)
+        if long is not None:
+            await self._attach(channel, thread, long)
+
+    async def _attach(self, channel: str, thread: str | None, long: LongReply) -> None:
+        """The whole of a long reply as a file, with its note."""
+        try:
+            await self.client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread,
+                content=long.attachment,
+                filename=ATTACHMENT_NAME,
+                title=ATTACHMENT_NAME,
+                initial_comment=to_mrkdwn(long.note),
+            )
+        except (SlackApiError, SlackClientError) as exc:
+            log.warning("uploading a long reply to %s failed: %s", channel, _slack_error(exc))
+            await self._post(channel, thread, _NOT_ATTACHED)
 
     async def _post(self, channel: str, thread: str | None, text: str) -> str | None:
         try:

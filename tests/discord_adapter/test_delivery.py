@@ -20,7 +20,7 @@ FENCES = re.compile(r"^```", re.MULTILINE)
 
 
 def long_answer() -> str:
-    code = "\n".join(f"    total += item_{i}  # keep a running sum" for i in range(120))
+    code = "\n".join(f"    total += item_{i}  # keep a running sum" for i in range(40))
     sentence = " ".join(["explain the change carefully."] * 12)
     prose = "\n\n".join(f"Step {i}: {sentence}" for i in range(8))
     return f"{prose}\n\n```python\ndef total():\n{code}\n```\n\nThat is all.\n\n{prose}"

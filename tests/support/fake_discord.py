@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
+import aiohttp
 import discord
 import yarl
 from aiohttp import WSMsgType, web
@@ -35,6 +36,8 @@ EVERYONE_PERMISSIONS = discord.Permissions(
     use_application_commands=True,
 ).value
 _ids = itertools.count(1_300_000_000_000_000_000)
+FILES = web.RequestKey("files", list)
+"""A request's attachments, (file name, content) pairs."""
 
 
 async def eventually(condition: Callable[[], bool | Awaitable[bool]], within: float = 10) -> None:
@@ -103,6 +106,8 @@ class Sent:
     body: JSON
     message: JSON
     """The message as the fake created it (its id, to edit or delete it later)."""
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    """Attachments (file name, content), sent as multipart/form-data."""
 
     @property
     def allowed_mentions(self) -> JSON | None:
@@ -518,6 +523,8 @@ class FakeDiscord:
         body: Any = None
         if request.can_read_body and request.content_type == "application/json":
             body = await request.json()
+        elif request.can_read_body and request.content_type == "multipart/form-data":
+            body, request[FILES] = await self._multipart(request)
         if self._rate_limit is not None and self._rate_limit.match(f"{method} {path}"):
             self._rate_limit = None
             self.rate_limited.append(f"{method} {path}")
@@ -533,6 +540,20 @@ class FakeDiscord:
             if match:
                 return handler(request, body, *match.groups())
         return self._json({"message": f"fake Discord has no {method} {path}", "code": 0}, 404)
+
+    @staticmethod
+    async def _multipart(request: web.Request) -> tuple[JSON, list[tuple[str, bytes]]]:
+        """A message with attachments: ``payload_json`` and ``files[n]`` parts."""
+        body: JSON = {}
+        files: list[tuple[str, bytes]] = []
+        reader = await request.multipart()
+        async for part in reader:
+            assert isinstance(part, aiohttp.BodyPartReader)
+            if part.name == "payload_json":
+                body = json.loads(await part.text())
+            else:
+                files.append((part.filename or "", bytes(await part.read())))
+        return body, files
 
     def _routes(self) -> list[tuple[str, Callable[..., web.StreamResponse]]]:
         return [
@@ -615,7 +636,8 @@ class FakeDiscord:
 
     def _send(self, request: web.Request, body: JSON, channel_id: str) -> web.Response:
         message = self._message_out(channel_id, body)
-        self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message))
+        files = list(request.get(FILES, []))
+        self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message, files))
         return self._json(message)
 
     def _typing(self, request: web.Request, body: Any, channel_id: str) -> web.Response:

@@ -114,6 +114,8 @@ class Record:
     path: str
     body: Any
     headers: dict[str, str]
+    at: float = 0.0
+    """When it arrived (``time.monotonic()``)."""
 
 
 def echo(body: JSON) -> Item:
@@ -199,6 +201,11 @@ class FakeLLM:
             return list(self._requests)
 
     @property
+    def chat_records(self) -> list[Record]:
+        """Chat completion requests, in order."""
+        return [r for r in self.requests if r.path == CHAT_PATH]
+
+    @property
     def chat_requests(self) -> list[JSON]:
         """Bodies of chat completion requests, in order."""
         return [r.body for r in self.requests if r.path == CHAT_PATH]
@@ -282,7 +289,8 @@ class FakeLLM:
             body = await _json_body(request)
             headers = {k.lower(): v for k, v in request.headers.items()}
             with self._lock:
-                self._requests.append(Record(request.method, request.path, body, headers))
+                seen = Record(request.method, request.path, body, headers, time.monotonic())
+                self._requests.append(seen)
             return await handler(request)
 
         return record

@@ -44,6 +44,19 @@ class Failure:
     retry_after: int | None = None
 
 
+@dataclass(frozen=True)
+class Upload:
+    """A file shared through files.getUploadURLExternal, the upload and
+    files.completeUploadExternal."""
+
+    filename: str
+    title: str
+    content: bytes
+    channel: str | None
+    thread_ts: str | None
+    initial_comment: str | None
+
+
 class FakeSlack:
     def __init__(self, users: dict[str, str] | None = None) -> None:
         self.users = dict(users or {})
@@ -52,6 +65,10 @@ class FakeSlack:
         self.calls: list[Call] = []
         self.responses: list[Call] = []
         self.acks: list[JSON] = []
+        self.uploads: list[Upload] = []
+        """Files shared, completed uploads only."""
+        self._uploading: dict[str, tuple[str, bytes | None]] = {}
+        """File id → (filename, bytes once uploaded)."""
         self._failures: dict[str, deque[Failure]] = {}
         self.delays: dict[str, float] = {}
         """User id → seconds ``users.info`` takes for them."""
@@ -97,6 +114,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/respond/{name}", self._respond)
+        app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/socket", self._socket)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -236,7 +254,34 @@ class FakeSlack:
             return {"channel": params.get("channel"), "ts": params.get("ts")}
         if method == "chat.postEphemeral":
             return {"message_ts": f"{9000 + next(self._ts)}.000200"}
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{next(self._ts)}"
+            self._uploading[file_id] = (str(params.get("filename")), None)
+            return {"upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
+        if method == "files.completeUploadExternal":
+            return {"files": [self._complete(f, params) for f in json.loads(params["files"])]}
         return {}
+
+    def _complete(self, item: JSON, params: JSON) -> JSON:
+        filename, content = self._uploading.pop(item["id"])
+        assert content is not None, "completed before the upload"
+        upload = Upload(
+            filename=filename,
+            title=str(item.get("title") or filename),
+            content=content,
+            channel=params.get("channel_id"),
+            thread_ts=params.get("thread_ts"),
+            initial_comment=params.get("initial_comment"),
+        )
+        self.uploads.append(upload)
+        return {"id": item["id"], "name": filename, "title": upload.title}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        if file_id not in self._uploading:
+            return web.Response(status=404, text="unknown upload")
+        self._uploading[file_id] = (self._uploading[file_id][0], await request.read())
+        return web.Response(text="OK - 1")
 
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()
