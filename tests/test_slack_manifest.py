@@ -43,3 +43,4 @@ def test_the_manifest_declares_commands_shortcut_events_and_scopes() -> None:
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"chat:write", "commands", "users:read", "channels:history", "im:history"} <= scopes
     assert "reactions:read" in scopes  # reaction_added / reaction_removed need it
+    assert "files:write" in scopes  # a long reply's whole text is shared as a file
