@@ -44,3 +44,24 @@ async def test_discord_sends_a_few_messages_and_the_whole_reply_as_a_file(
     assert "reply.md" in with_file.content
     assert all(s.allowed_mentions == {"parse": []} for s in sent)
     assert [(m.role, m.content) for m in history][-1] == (Role.ASSISTANT, HUGE)
+
+
+async def test_without_attach_files_the_channel_is_told_and_memory_keeps_the_reply(
+    start_bot: StartBot, discord_fake: FakeDiscord, llm: FakeLLM
+) -> None:
+    llm.responder = lambda body: HUGE
+    discord_fake.refuse_files = True
+    async with start_bot():
+        await discord_fake.say(
+            BO, f"<@{BOT.id}> tell me everything", channel_id=GENERAL, guild_id=GUILD,
+            mentions=(BOT,),
+        )  # fmt: skip
+        await discord_fake.until(
+            lambda: any("could not be attached" in s.content for s in discord_fake.sent)
+        )
+    sent = discord_fake.sent
+    assert sent[0].content.startswith("Paragraph 0: word")
+    assert sent[-1].content == (
+        "(The rest of this reply could not be attached; it is kept in memory.)"
+    )
+    assert len(sent) <= math.ceil(DEFAULT_CAP / MESSAGE_LIMIT) + 2

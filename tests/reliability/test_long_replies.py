@@ -18,7 +18,7 @@ from bot.slack_adapter.render import MAX_CHARS
 from tests.conftest import config_dict
 from tests.reliability.test_model_output import stored
 from tests.support.fake_llm import FakeLLM
-from tests.support.fake_slack import FakeSlack
+from tests.support.fake_slack import Failure, FakeSlack
 from tests.test_slack_http import ENV, USERS, Slack, serving, slack_settings
 
 DEFAULT_CAP = 8000
@@ -64,3 +64,17 @@ async def test_a_reply_within_the_cap_is_posted_whole_without_a_file(
     await slack.say("U1", "tell me a bit", channel="D1")
     assert "\n\n".join(m["text"] for m in slack.fake.messages()) == text
     assert slack.fake.uploads == []
+
+
+async def test_a_refused_upload_is_said_in_the_channel_and_memory_keeps_the_reply(
+    slack: Slack, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.responder = lambda body: HUGE
+    slack.fake.fail("files.getUploadURLExternal", Failure(error="missing_scope"))
+    await slack.say("U1", "tell me everything", channel="D1")
+    posted = [m["text"] for m in slack.fake.messages()]
+    assert posted[0].startswith("Paragraph 0: word")
+    assert posted[-1] == "_(The rest of this reply could not be attached; it is kept in memory.)_"
+    assert len(posted) <= math.ceil(DEFAULT_CAP / MAX_CHARS) + 1
+    assert slack.fake.uploads == []
+    assert stored(tmp_path / "bot.sqlite3")[-1] == ("assistant", HUGE)

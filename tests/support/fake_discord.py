@@ -266,6 +266,8 @@ class FakeDiscord:
         self.deleted_originals: list[str] = []
         self.identify: JSON | None = None
         self.rate_limited: list[str] = []
+        self.refuse_files = False
+        """True: messages with attachments get 403 Missing Permissions (no Attach Files)."""
         self._rate_limit: re.Pattern[str] | None = None
         self._ws: web.WebSocketResponse | None = None
         self._seq = itertools.count(1)
@@ -635,8 +637,10 @@ class FakeDiscord:
         return self._json({"message": "Unknown Channel", "code": 10003}, 404)
 
     def _send(self, request: web.Request, body: JSON, channel_id: str) -> web.Response:
-        message = self._message_out(channel_id, body)
         files = list(request.get(FILES, []))
+        if files and self.refuse_files:
+            return self._json({"message": "Missing Permissions", "code": 50013}, 403)
+        message = self._message_out(channel_id, body)
         self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message, files))
         return self._json(message)
 
