@@ -81,7 +81,7 @@ class Slack:
             "channel_id": channel,
             "team_id": TEAM,
             "response_url": self.fake.response_url(f"{name}-{len(self.fake.responses)}"),
-            "trigger_id": "1.2.3",
+            "trigger_id": f"{time.time_ns()}.{len(self.fake.responses)}",
         }
         status, body = await self.post(urlencode(form), "application/x-www-form-urlencoded")
         await self.settle()
