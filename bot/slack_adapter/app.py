@@ -183,7 +183,8 @@ class Listeners:
                 await self._reaction(body)
             except Exception as exc:
                 return _refuse("reaction event", exc)
-            self._remember(self._seen, str(body.get("event_id") or ""))
+            if body.get("event_id"):
+                self._remember(self._seen, str(body["event_id"]))
         await ack()
         return None
 
@@ -263,14 +264,12 @@ class Listeners:
 
     # -- work ----------------------------------------------------------------------------
 
-    async def names(
-        self, user_ids: Collection[str], *, wait: float | None = NAME_WAIT
-    ) -> dict[str, str]:
+    async def names(self, user_ids: Collection[str]) -> dict[str, str]:
         """Display names, each looked up once (``users.info``) and then cached; those not
-        known within ``wait`` seconds are left out (the caller falls back to the id)."""
+        known within :data:`NAME_WAIT` are left out (the caller falls back to the id)."""
         lookups = self._lookups_for(user_ids)
         if lookups:
-            await asyncio.wait(lookups, timeout=wait)
+            await asyncio.wait(lookups, timeout=NAME_WAIT)
         return self.known_names(user_ids)
 
     def known_names(self, user_ids: Collection[str]) -> dict[str, str]:
@@ -361,15 +360,13 @@ class Listeners:
         return replace(turn, accepted=replace(turn.accepted, stored=renamed))
 
     async def _name_later(
-        self, conversation: Conversation, message_id: str, user_ids: Collection[str]
+        self, conversation: Conversation, message_id: str, author: str
     ) -> StoredMessage | None:
-        """Wait for the lookups of ``user_ids`` (the author first), then give the stored
-        message its author's name."""
+        """Wait for the lookup of ``author``, then give the stored message their name."""
         try:
-            lookups = self._lookups_for(user_ids)
+            lookups = self._lookups_for([author])
             if lookups:
                 await asyncio.wait(lookups)
-            author = next(iter(user_ids))
             name = self._names.get(author)
             if not name:
                 return None
@@ -429,7 +426,7 @@ class Listeners:
         naming = None
         if author not in names and incoming.message_id is not None:
             naming = asyncio.create_task(
-                self._name_later(incoming.conversation, incoming.message_id, [author]),
+                self._name_later(incoming.conversation, incoming.message_id, author),
                 name=f"naming {incoming.message_id}",
             )
             self._tasks.add(naming)
