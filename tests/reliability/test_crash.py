@@ -245,7 +245,8 @@ def test_sigkill_after_a_burst_from_new_people_loses_no_acknowledged_message(
     to name each of them; the bot is killed the moment the last HTTP 200 arrives. Every
     message that got its 200 is in the database: Slack will never send those again."""
     people = [f"U{100 + n}" for n in range(BURST)]
-    fake_slack_thread.delays.update(dict.fromkeys(people, 3.0))
+    lookup = 1.5  # seconds users.info takes for each of them
+    fake_slack_thread.delays.update(dict.fromkeys(people, lookup))
     port = free_port()
     db_path = tmp_path / "bot.sqlite3"
     slack = {"enabled": True, "mode": "http", "host": "127.0.0.1", "port": port}
@@ -288,6 +289,7 @@ def test_sigkill_after_a_burst_from_new_people_loses_no_acknowledged_message(
     finally:
         bot.send_signal(signal.SIGKILL)
         bot.communicate(timeout=30)
+        time.sleep(lookup)  # the fake finishes the lookups it was asked for
     acknowledged = {text for text, status in results if status == 200}
     assert len(acknowledged) == BURST
     db = sqlite3.connect(db_path)
