@@ -664,3 +664,40 @@ async def test_an_event_the_database_cannot_store_is_refused_so_slack_sends_it_a
             conversation_key=f"slack:{TEAM}:C1", after_turn=0, limit=10
         )
     assert [m.content for m in stored] == ["keep this"]
+
+
+async def test_edits_deletions_and_pushpins_are_acknowledged_only_once_committed(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    db_path = tmp_path / "bot.sqlite3"
+    raw = config_dict(
+        llm.url, db_path, slack=slack_settings(fake_slack), storage={"busy_timeout_ms": 200}
+    )
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
+        kept = await slack.say("U2", "the budget is 10k")
+        gone = await slack.say("U2", "lunch at noon")
+        edited = {"user": "U2", "text": "the budget is 12k", "ts": kept}
+        edit = {"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "2.0"}
+        edit["message"] = edited
+        delete = {"type": "message", "subtype": "message_deleted", "channel": "C1", "ts": "2.1"}
+        delete["deleted_ts"] = gone
+        item = {"type": "message", "channel": "C1", "ts": kept}
+        pushpin = {"type": "reaction_added", "user": "U1", "reaction": "pushpin", "item": item}
+        events = [(edit, "EvEdit"), (delete, "EvDelete"), (pushpin, "EvPin")]
+        blocker = sqlite3.connect(db_path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            for event, event_id in events:
+                assert await slack.event(event, event_id=event_id) == 503
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        for event, event_id in events:  # Slack's retries
+            assert await slack.event(event, event_id=event_id) == 200
+        await slack.settle()
+    db = sqlite3.connect(db_path)
+    try:
+        rows = db.execute("SELECT content, marks FROM messages").fetchall()
+    finally:
+        db.close()
+    assert rows == [("the budget is 12k", 1)]  # edited, the other deleted, pinned once
