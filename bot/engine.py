@@ -30,7 +30,7 @@ from bot.models import (
 )
 from bot.observe import NoObserver, Observer
 from bot.recall import Recaller
-from bot.store.base import Store
+from bot.store.base import Duplicate, Store
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer
 
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
 _SHRINK_ON_OVERFLOW = 0.75
+_REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
 
 
 class _Locks:
@@ -207,7 +208,11 @@ class Engine:
             if message.addressed:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
-        stored = await self.record(message, embed=not message.addressed)
+        try:
+            stored = await self.record(message, embed=not message.addressed)
+        except Duplicate:
+            log.info("ignoring %s: already stored", message.message_id)
+            return None  # stored (and answered, if it was for the bot) by its first delivery
         if not message.addressed:
             return None
         self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
@@ -351,21 +356,47 @@ class Engine:
         found = await self.store.find_message(conversation_key=source.key, message_id=message_id)
         if found is None:
             return False
-        if await self.store.find_message(conversation_key=into.key, message_id=message_id):
+        try:
+            copied = await self.store.add_message(
+                conversation=into,
+                role=found.role,
+                author_id=found.author_id,
+                author_name=found.author_name,
+                content=found.content,
+                tokens=found.tokens,
+                message_id=found.message_id,
+                created_at=found.created_at,
+                importance=score(found.content) if found.role is Role.USER else 0,
+            )
+        except Duplicate:
             return False
-        copied = await self.store.add_message(
-            conversation=into,
-            role=found.role,
-            author_id=found.author_id,
-            author_name=found.author_name,
-            content=found.content,
-            tokens=found.tokens,
-            message_id=found.message_id,
-            created_at=found.created_at,
-            importance=score(found.content) if found.role is Role.USER else 0,
-        )
         self._embed(copied)
         return True
+
+    async def rename_author(
+        self, conversation: Conversation, message_id: str, name: str
+    ) -> StoredMessage | None:
+        """Give a stored message its author's name, learned after it was stored; the message
+        as it is now (None: memory does not have it)."""
+        stored = await self.store.find_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+        name = clean_text(name)
+        if stored is None or not name or name == stored.author_name:
+            return stored
+        tokens = await self.count(render_content(stored.role, name, stored.content))
+        await self.store.rename_author(
+            conversation_key=conversation.key,
+            stored_id=stored.id,
+            author_name=name,
+            tokens=tokens,
+        )
+        return stored._replace(author_name=name, tokens=tokens)
+
+    async def first_request(self, request_id: str) -> bool:
+        """Whether a platform request (a slash command) is seen for the first time, by any
+        process on this database: a replayed one must not act twice."""
+        return await self.store.claim_request(request_id, keep_seconds=_REQUESTS_KEPT)
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
         return await self.store.delete_message(

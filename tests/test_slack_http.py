@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -81,7 +82,7 @@ class Slack:
             "channel_id": channel,
             "team_id": TEAM,
             "response_url": self.fake.response_url(f"{name}-{len(self.fake.responses)}"),
-            "trigger_id": "1.2.3",
+            "trigger_id": f"{time.time_ns()}.{len(self.fake.responses)}",
         }
         status, body = await self.post(urlencode(form), "application/x-www-form-urlencoded")
         await self.settle()
@@ -576,3 +577,127 @@ async def test_after_a_restart_the_bot_still_follows_the_threads_it_answered_in(
     replies = [m for m in fake_slack.messages() if m.get("thread_ts") == roots["answered"]]
     assert [m["text"] for m in replies][-1] == "echo: [Ana] and now?"
     assert not any(m.get("thread_ts") == roots["quiet"] for m in fake_slack.messages())
+
+
+async def test_a_message_redelivered_after_a_restart_is_stored_and_answered_once(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    """Slack redelivers a message under a new event id (a retry after the bot restarted, or
+    the same message twice): memory holds it once and the bot answers it once."""
+    config = parse_config(
+        config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack_settings(fake_slack)), ENV
+    )
+    question = {"type": "message", "user": "U1", "text": f"<@{BOT_USER}> once?", "channel": "C1"}
+    question["ts"] = "8.1"
+    async with open_app(config) as app, serving(app, fake_slack) as slack:
+        assert await slack.event(question, event_id="EvA") == 200
+        assert await slack.event(question, event_id="EvB") == 200
+        await slack.settle()
+    async with open_app(config) as app, serving(app, fake_slack) as slack:
+        assert await slack.event(question, event_id="EvC") == 200
+        await slack.settle()
+        stored = await app.store.count_messages(conversation_key=f"slack:{TEAM}:C1")
+    assert stored == 2  # the question and its answer
+    assert len(chat_bodies(llm)) == 1
+    assert len(fake_slack.called("chat.postMessage")) == 1
+
+
+async def test_a_replayed_slash_command_acts_once_even_after_a_restart(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    """The same signed ``/pin`` request sent again (within Slack's five minutes) pins once."""
+    config = parse_config(
+        config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack_settings(fake_slack)), ENV
+    )
+    form = urlencode(
+        {
+            "command": "/pin",
+            "text": "the freeze starts Monday",
+            "user_id": "U1",
+            "user_name": "ana",
+            "channel_id": "C1",
+            "team_id": TEAM,
+            "response_url": fake_slack.response_url("pin"),
+            "trigger_id": "13.57.9a",
+        }
+    )
+    headers = signed_headers(SECRET, form, content_type="application/x-www-form-urlencoded")
+
+    async def replay(slack: Slack) -> int:
+        async with slack.http.post(slack.url, data=form.encode(), headers=headers) as response:
+            status = response.status
+        await slack.settle()
+        return status
+
+    async with open_app(config) as app, serving(app, fake_slack) as slack:
+        assert await replay(slack) == 200
+        assert await replay(slack) == 200
+    async with open_app(config) as app, serving(app, fake_slack) as slack:
+        assert await replay(slack) == 200
+        pins = await app.store.pins(channel_key=f"slack:{TEAM}:C1")
+    assert [pin.text for pin in pins] == ["the freeze starts Monday"]
+    assert len(fake_slack.responses) == 1
+
+
+async def test_an_event_the_database_cannot_store_is_refused_so_slack_sends_it_again(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    """Another process holds the write lock past the busy timeout: no 200 (Slack retries);
+    the retry, once the lock is free, is stored once."""
+    db_path = tmp_path / "bot.sqlite3"
+    raw = config_dict(
+        llm.url, db_path, slack=slack_settings(fake_slack), storage={"busy_timeout_ms": 200}
+    )
+    note = {"type": "message", "user": "U1", "text": "keep this", "channel": "C1", "ts": "9.1"}
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
+        blocker = sqlite3.connect(db_path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            assert await slack.event(note, event_id="EvLocked") == 503
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert await slack.event(note, event_id="EvLocked") == 200
+        assert await slack.event(note, event_id="EvLocked") == 200
+        await slack.settle()
+        stored = await app.store.messages_after_turn(
+            conversation_key=f"slack:{TEAM}:C1", after_turn=0, limit=10
+        )
+    assert [m.content for m in stored] == ["keep this"]
+
+
+async def test_edits_deletions_and_pushpins_are_acknowledged_only_once_committed(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    db_path = tmp_path / "bot.sqlite3"
+    raw = config_dict(
+        llm.url, db_path, slack=slack_settings(fake_slack), storage={"busy_timeout_ms": 200}
+    )
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
+        kept = await slack.say("U2", "the budget is 10k")
+        gone = await slack.say("U2", "lunch at noon")
+        edited = {"user": "U2", "text": "the budget is 12k", "ts": kept}
+        edit = {"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "2.0"}
+        edit["message"] = edited
+        delete = {"type": "message", "subtype": "message_deleted", "channel": "C1", "ts": "2.1"}
+        delete["deleted_ts"] = gone
+        item = {"type": "message", "channel": "C1", "ts": kept}
+        pushpin = {"type": "reaction_added", "user": "U1", "reaction": "pushpin", "item": item}
+        events = [(edit, "EvEdit"), (delete, "EvDelete"), (pushpin, "EvPin")]
+        blocker = sqlite3.connect(db_path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            for event, event_id in events:
+                assert await slack.event(event, event_id=event_id) == 503
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        for event, event_id in events:  # Slack's retries
+            assert await slack.event(event, event_id=event_id) == 200
+        await slack.settle()
+    db = sqlite3.connect(db_path)
+    try:
+        rows = db.execute("SELECT content, marks FROM messages").fetchall()
+    finally:
+        db.close()
+    assert rows == [("the budget is 12k", 1)]  # edited, the other deleted, pinned once

@@ -3,8 +3,11 @@ a local websocket; events and slash commands pushed over it are acknowledged and
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +97,56 @@ async def test_a_refused_app_token_stops_start_with_one_line(tmp_path: Path, llm
             ):
                 await platform.start()
             await platform.stop()
+
+
+def stored_texts(db_path: Path) -> list[str]:
+    db = sqlite3.connect(db_path)
+    try:
+        return [row[0] for row in db.execute("SELECT content FROM messages ORDER BY id")]
+    finally:
+        db.close()
+
+
+def said(text: str, ts: str, user: str = "U7") -> dict[str, Any]:
+    event = {"type": "message", "user": user, "text": text, "channel": "C1", "ts": ts}
+    return {"type": "event_callback", "team_id": TEAM, "event_id": f"Ev{ts}", "event": event}
+
+
+async def test_socket_mode_acks_an_event_only_once_its_message_is_stored(
+    tmp_path: Path, connected: tuple[SlackPlatform, FakeSlack]
+) -> None:
+    _, fake = connected
+    fake.delays["U7"] = 3.0  # nobody can say who U7 is for a while
+    envelope = await fake.push("events_api", said("the vault code is 4711", "11.1"))
+    await fake.ack_for(envelope)
+    assert stored_texts(tmp_path / "bot.sqlite3") == ["the vault code is 4711"]
+
+
+async def test_socket_mode_does_not_ack_what_it_could_not_store(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    """Another process holds the database's write lock past the busy timeout: the event is
+    not acknowledged, and Slack's redelivery is stored, once."""
+    db_path = tmp_path / "bot.sqlite3"
+    async with FakeSlack({"U1": "Ana"}) as fake:
+        slack = {"enabled": True, "mode": "socket", "api_base_url": fake.api_url}
+        raw = config_dict(llm.url, db_path, slack=slack, storage={"busy_timeout_ms": 200})
+        async with open_app(parse_config(raw, ENV)) as app:
+            platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
+            await platform.start()
+            try:
+                blocker = sqlite3.connect(db_path, isolation_level=None)
+                blocker.execute("BEGIN IMMEDIATE")
+                body = said("keep this", "12.1", user="U1")
+                refused = await fake.push("events_api", body)
+                await asyncio.sleep(1.5)
+                assert [a for a in fake.acks if a.get("envelope_id") == refused] == []
+                blocker.execute("ROLLBACK")
+                blocker.close()
+                retried = await fake.push("events_api", body, retry_attempt=1)
+                await fake.ack_for(retried)
+                again = await fake.push("events_api", body, retry_attempt=2)
+                await fake.ack_for(again)
+            finally:
+                await platform.stop()
+    assert stored_texts(db_path) == ["keep this"]

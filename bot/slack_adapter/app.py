@@ -1,4 +1,9 @@
-"""The Bolt app: listeners that acknowledge at once, then do the work in a task.
+"""The Bolt app: listeners that commit what an event changes in memory, then acknowledge
+it, then do the slow work (answers, commands) in a task.
+
+Bolt runs with ``process_before_response``: the HTTP 200 (or the Socket Mode ack) goes out
+when a listener returns, so a message is stored before Slack hears that it arrived. A listener
+that cannot store returns 503 instead (no ack in Socket Mode), and Slack delivers it again.
 
 Messages, edits and deletions go to the engine; slash commands and the "Pin to memory"
 shortcut to :func:`bot.commands.run_command`; replies come back rendered as mrkdwn.
@@ -17,6 +22,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -24,7 +30,14 @@ from bot.commands import COMMANDS, run_command
 from bot.config import SlackConfig, SlackRecord
 from bot.engine import Engine, Pending
 from bot.long_replies import ATTACHMENT_NAME, LongReply, shorten
-from bot.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind
+from bot.models import (
+    CommandCall,
+    Conversation,
+    IncomingMessage,
+    Reply,
+    ReplyKind,
+    StoredMessage,
+)
 from bot.slack_adapter.render import split, to_mrkdwn
 from bot.slack_adapter.translate import (
     PIN_SHORTCUT,
@@ -48,9 +61,10 @@ log = logging.getLogger(__name__)
 THINKING = "_Thinking…_"
 _REMEMBERED = 4096  # event ids and thread keys kept in memory
 NAME_WAIT = 1.0
-"""Seconds a message waits for its author's name (``users.info``) before it is stored under
-the user id: a slow or rate-limited lookup must not hold back storing a message Slack already
-has its acknowledgement for. The lookup goes on and names the person's later messages."""
+"""Seconds an answer waits for its author's name (``users.info``). A message from someone whose
+name is not known yet is stored at once under the user id (storing comes before the ack and
+never waits for the lookup); when the name arrives, the stored message takes it, and the
+person's later messages carry it from the start."""
 _MAX_RESPONSES = 5  # a response_url takes 5 messages
 _NOT_ATTACHED = "_(The rest of this reply could not be attached; it is kept in memory.)_"
 
@@ -88,6 +102,21 @@ class _Turn:
     accepted: Pending | Reply
     channel: str
     thread: str | None
+    naming: asyncio.Task[StoredMessage | None] | None = None
+    """Giving the stored message its author's name, when it was stored under the id."""
+
+
+@dataclass(frozen=True)
+class _Queued:
+    """A stored turn with its place in its conversation's answer order."""
+
+    key: str
+    turn: _Turn
+    previous: asyncio.Future[None] | None
+    done: asyncio.Future[None]
+
+
+_NOT_STORED = BoltResponse(status=503, body="")
 
 
 def _slack_error(exc: SlackClientError) -> str:
@@ -124,7 +153,8 @@ class Listeners:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._joined_threads: OrderedDict[str, None] = OrderedDict()
         self._seeded_threads: OrderedDict[str, None] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._namings: set[asyncio.Task[StoredMessage | None]] = set()
         self._order_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -140,31 +170,56 @@ class Listeners:
             app.command(f"/{spec.name}")(self.on_command)
         app.shortcut(PIN_SHORTCUT)(self.on_pin_shortcut)
 
-    # -- Bolt listeners: acknowledge, then work in a task ---------------------------------
+    # -- Bolt listeners: commit, acknowledge, then work in a task -------------------------
 
-    async def on_message(self, body: dict[str, Any], ack: AsyncAck) -> None:
+    async def on_message(self, body: dict[str, Any], ack: AsyncAck) -> BoltResponse | None:
+        try:
+            queued = await self._store_in_order(body)
+        except Exception as exc:
+            return _refuse("message event", exc)
         await ack()
-        if self._first_delivery(body):
-            self._spawn(self._in_order(body), "slack message")
+        if queued is not None:
+            self._spawn(self._answer_in_turn(queued), "slack message")
+        return None
 
     async def on_mention(self, ack: AsyncAck) -> None:
         await ack()  # the same message also arrives as a message event, handled there
 
-    async def on_reaction(self, body: dict[str, Any], ack: AsyncAck) -> None:
-        await ack()
+    async def on_reaction(self, body: dict[str, Any], ack: AsyncAck) -> BoltResponse | None:
         if self._first_delivery(body):
-            self._spawn(self._reaction(body), "slack reaction")
+            try:
+                await self._reaction(body)
+            except Exception as exc:
+                return _refuse("reaction event", exc)
+            if body.get("event_id"):
+                self._remember(self._seen, str(body["event_id"]))
+        await ack()
+        return None
 
-    async def on_command(self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond) -> None:
+    async def on_command(
+        self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond
+    ) -> BoltResponse | None:
+        try:
+            first = await self._first_request(body)
+        except Exception as exc:
+            return _refuse("slash command", exc)
         await ack()
         call = to_command(body, admins=self.admins)
-        self._spawn(self._command(call, respond), f"slack /{call.name}")
+        if first:
+            self._spawn(self._command(call, respond), f"slack /{call.name}")
+        return None
 
     async def on_pin_shortcut(
         self, body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond
-    ) -> None:
+    ) -> BoltResponse | None:
+        try:
+            first = await self._first_request(body)
+        except Exception as exc:
+            return _refuse("pin shortcut", exc)
         await ack()
-        self._spawn(self._pin_shortcut(body, respond), "slack pin shortcut")
+        if first:
+            self._spawn(self._pin_shortcut(body, respond), "slack pin shortcut")
+        return None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -196,29 +251,46 @@ class Listeners:
         task.add_done_callback(self._tasks.discard)
 
     def _first_delivery(self, body: Mapping[str, Any]) -> bool:
-        """False for an event already handled (Slack retries unacknowledged deliveries)."""
+        """False for a reaction event already applied in this process (reactions count, so a
+        retry must not count twice; messages are told apart by the store instead)."""
         event_id = body.get("event_id")
-        if not event_id:
-            return True
-        if event_id in self._seen:
+        if event_id and event_id in self._seen:
             log.info("ignoring redelivered event %s", event_id)
             return False
-        self._remember(self._seen, event_id)
         return True
+
+    async def _first_request(self, body: Mapping[str, Any]) -> bool:
+        """False for a command whose ``trigger_id`` was acted on already (a replayed request),
+        by this process or another on the same database, before or since a restart."""
+        trigger = body.get("trigger_id")
+        if not trigger:
+            return True
+        first = await self.engine.first_request(f"slack:{trigger}")
+        if not first:
+            log.info("ignoring a replayed request (trigger %s)", trigger)
+        return first
 
     # -- work ----------------------------------------------------------------------------
 
     async def names(self, user_ids: Collection[str]) -> dict[str, str]:
         """Display names, each looked up once (``users.info``) and then cached; those not
         known within :data:`NAME_WAIT` are left out (the caller falls back to the id)."""
-        wanted = [
-            user_id
+        lookups = self._lookups_for(user_ids)
+        if lookups:
+            await asyncio.wait(lookups, timeout=NAME_WAIT)
+        return self.known_names(user_ids)
+
+    def known_names(self, user_ids: Collection[str]) -> dict[str, str]:
+        """The names already known, at once; the others are looked up in the background."""
+        self._lookups_for(user_ids)
+        return {u: self._names[u] for u in user_ids if u in self._names}
+
+    def _lookups_for(self, user_ids: Collection[str]) -> list[asyncio.Task[None]]:
+        return [
+            self._lookup(user_id)
             for user_id in user_ids
             if user_id and user_id not in self._names and user_id != self.policy.bot_user_id
         ]
-        if wanted:
-            await asyncio.wait([self._lookup(user_id) for user_id in wanted], timeout=NAME_WAIT)
-        return {u: self._names[u] for u in user_ids if u in self._names}
 
     def _lookup(self, user_id: str) -> asyncio.Task[None]:
         """The lookup of ``user_id`` under way (one at a time per person), started if none."""
@@ -254,30 +326,62 @@ class Listeners:
                 return str(name)
         return None
 
-    async def _in_order(self, body: dict[str, Any]) -> None:
+    async def _store_in_order(self, body: dict[str, Any]) -> _Queued | None:
         """Messages of one conversation are stored one at a time, in the order they came
-        (``asyncio.Lock`` wakes waiters first come, first served), so memory keeps their order
-        even when looking a name up takes one of them longer. A message is stored as soon as
-        its turn to be stored comes, even while an earlier one is being answered: Slack has its
-        acknowledgement and will not send it again. Answers follow in the same order."""
+        (``asyncio.Lock`` wakes waiters first come, first served), each as soon as its turn
+        comes, even while an earlier one is being answered: it is acknowledged once stored.
+        What needs an answer is queued to be answered in the same order."""
         key = ordering_key(body)
         async with self._order_lock(key):
             turn = await self._take(body)
             if turn is None:
-                return
+                return None
             previous = self._answering.get(key)
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._answering[key] = done
+        return _Queued(key, turn, previous, done)
+
+    async def _answer_in_turn(self, queued: _Queued) -> None:
+        turn = queued.turn
         try:
-            if previous is not None:
-                await asyncio.wait([previous])
-            await self._answer(turn)
+            if queued.previous is not None:
+                await asyncio.wait([queued.previous])
+            await self._answer(await self._named(turn))
         finally:
             if isinstance(turn.accepted, Pending):
                 self.engine.release(turn.accepted)
-            done.set_result(None)
-            if self._answering.get(key) is done:
-                del self._answering[key]
+            queued.done.set_result(None)
+            if self._answering.get(queued.key) is queued.done:
+                del self._answering[queued.key]
+
+    async def _named(self, turn: _Turn) -> _Turn:
+        """The turn with its author's name, and the messages stored before it with theirs,
+        when those arrive within :data:`NAME_WAIT`."""
+        if self._namings:
+            await asyncio.wait(list(self._namings), timeout=NAME_WAIT)
+        naming = turn.naming
+        if naming is None or not isinstance(turn.accepted, Pending):
+            return turn
+        renamed = naming.result() if naming.done() and not naming.cancelled() else None
+        if renamed is None:
+            return turn
+        return replace(turn, accepted=replace(turn.accepted, stored=renamed))
+
+    async def _name_later(
+        self, conversation: Conversation, message_id: str, author: str
+    ) -> StoredMessage | None:
+        """Wait for the lookup of ``author``, then give the stored message their name."""
+        try:
+            lookups = self._lookups_for([author])
+            if lookups:
+                await asyncio.wait(lookups)
+            name = self._names.get(author)
+            if not name:
+                return None
+            return await self.engine.rename_author(conversation, message_id, name)
+        except Exception:
+            log.exception("naming a stored message failed")
+            return None
 
     def _order_lock(self, key: str) -> asyncio.Lock:
         lock = self._order_locks.get(key)
@@ -314,7 +418,8 @@ class Listeners:
         if not is_user_message(event):
             return None
         text = str(event.get("text") or "")
-        names = await self.names({str(event["user"])} | mentions(text))
+        author = str(event["user"])
+        names = self.known_names({author} | mentions(text))
         await self._follow_if_answered(body)
         incoming = to_incoming(
             body, policy=self.policy, names=names, joined_threads=self._joined_threads
@@ -323,12 +428,22 @@ class Listeners:
             return None
         await self._seed_thread(incoming.conversation)
         accepted = await self.engine.accept(incoming)
-        if accepted is None:
-            return None
         if incoming.conversation.thread is not None and isinstance(accepted, Pending):
             # Followed from now on: a reply sent while this one is being answered is for it.
             self._remember(self._joined_threads, incoming.conversation.key)
-        return _Turn(incoming, accepted, str(event["channel"]), event.get("thread_ts"))
+        naming = None
+        if author not in names and incoming.message_id is not None:
+            naming = asyncio.create_task(
+                self._name_later(incoming.conversation, incoming.message_id, author),
+                name=f"naming {incoming.message_id}",
+            )
+            self._tasks.add(naming)
+            naming.add_done_callback(self._tasks.discard)
+            self._namings.add(naming)
+            naming.add_done_callback(self._namings.discard)
+        if accepted is None:
+            return None
+        return _Turn(incoming, accepted, str(event["channel"]), event.get("thread_ts"), naming)
 
     async def _follow_if_answered(self, body: dict[str, Any]) -> None:
         """A reply in a thread the bot answered in before it last started is followed too:
@@ -355,7 +470,7 @@ class Listeners:
     async def _edit(self, body: dict[str, Any]) -> None:
         changed = (body.get("event") or {}).get("message") or {}
         wanted = {str(changed.get("user") or "")} | mentions(str(changed.get("text") or ""))
-        edit = to_edit(body, policy=self.policy, names=await self.names(wanted))
+        edit = to_edit(body, policy=self.policy, names=self.known_names(wanted))
         if edit is not None:
             for conversation in _with_own_thread(edit.conversation, edit.message_id):
                 await self.engine.edit_message(conversation, edit.message_id, edit.text)
@@ -455,6 +570,12 @@ class Listeners:
             await respond(text=chunk, response_type=kind)
 
 
+def _refuse(what: str, exc: Exception) -> BoltResponse:
+    """Not acknowledged: Slack delivers the request again."""
+    log.error("could not keep a slack %s, not acknowledged: %s: %s", what, type(exc).__name__, exc)
+    return _NOT_STORED
+
+
 def build_app(
     *,
     client: AsyncWebClient,
@@ -468,6 +589,7 @@ def build_app(
         request_verification_enabled=signing_secret is not None,
         logger=logging.getLogger("slack_bolt"),
         name="channel-memory-bot",
+        process_before_response=True,  # the response waits for what the listener commits
     )
     listeners.register(app)
     return app

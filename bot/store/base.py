@@ -75,6 +75,14 @@ class Calibration:
     samples: int
 
 
+class Duplicate(Exception):
+    """The conversation already holds a message with this platform id (a redelivery)."""
+
+    def __init__(self, existing: StoredMessage) -> None:
+        super().__init__(f"message {existing.message_id} is already stored")
+        self.existing = existing
+
+
 class Store(Protocol):
     async def generation(self, *, conversation_key: str) -> int: ...
 
@@ -91,7 +99,17 @@ class Store(Protocol):
         created_at: float,
         reply_to: int | None = None,
         importance: int = 0,
-    ) -> StoredMessage: ...
+    ) -> StoredMessage:
+        """Store a message; :class:`Duplicate` when the conversation already holds one with
+        this ``message_id`` (stored by another delivery or process: it is not stored again)."""
+        ...
+
+    async def rename_author(
+        self, *, conversation_key: str, stored_id: int, author_name: str, tokens: int
+    ) -> bool:
+        """Give a stored message its author's name (learned after it was stored) and the
+        token count that goes with it."""
+        ...
 
     async def edit_message(
         self,
@@ -290,6 +308,11 @@ class Store(Protocol):
     async def save_calibration(self, calibration: Calibration) -> None: ...
 
     async def conversations(self) -> Sequence[ConversationInfo]: ...
+
+    async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
+        """True the first time a platform request (a slash command's trigger id) is seen,
+        by any process; ids are remembered for ``keep_seconds``."""
+        ...
 
     async def get_meta(self, key: str) -> str | None: ...
 

@@ -25,7 +25,14 @@ from bot.models import (
     render_content,
 )
 from bot.store import archive
-from bot.store.base import Calibration, ConversationInfo, NewSummary, TurnCost, UsageTotals
+from bot.store.base import (
+    Calibration,
+    ConversationInfo,
+    Duplicate,
+    NewSummary,
+    TurnCost,
+    UsageTotals,
+)
 from bot.store.rowcache import RowCache
 from bot.store.turncache import MARK_CONVERSATION, TurnCache
 
@@ -236,6 +243,30 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     DROP INDEX summaries_by_conversation;
     CREATE INDEX summaries_by_conversation ON summaries (conversation, id, created_at);
+    """,
+    # 9: a platform message is stored once per conversation, whichever process or delivery
+    # brings it: the first copy of an earlier duplicate is kept (answers to a later copy now
+    # hang from it). The platform requests (slash commands) already acted on, by their id.
+    """
+    CREATE TEMP TABLE duplicate_messages AS
+        SELECT d.id AS id, (
+            SELECT MIN(k.id) FROM messages k
+            WHERE k.conversation = d.conversation AND k.platform_message_id = d.platform_message_id
+        ) AS kept
+        FROM messages d WHERE d.platform_message_id IS NOT NULL;
+    DELETE FROM duplicate_messages WHERE id = kept;
+    UPDATE messages SET reply_to = (SELECT kept FROM duplicate_messages WHERE id = reply_to)
+        WHERE reply_to IN (SELECT id FROM duplicate_messages);
+    DELETE FROM messages WHERE id IN (SELECT id FROM duplicate_messages);
+    DROP TABLE duplicate_messages;
+    DROP INDEX messages_by_platform_id;
+    CREATE UNIQUE INDEX messages_by_platform_id ON messages (conversation, platform_message_id)
+        WHERE platform_message_id IS NOT NULL;
+    CREATE TABLE handled_requests (
+        request_id TEXT PRIMARY KEY,
+        handled_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX handled_requests_by_time ON handled_requests (handled_at);
     """,
 )
 
@@ -488,10 +519,10 @@ class SqliteStore:
     ) -> StoredMessage:
         await self._ensure_conversation(conversation)
         async with self._write_lock:
-            row = await self._db.execute_insert(
+            cursor = await self._db.execute(
                 "INSERT INTO messages (conversation, reply_to, role, author_id, author_name,"
                 " content, tokens, platform_message_id, created_at, importance)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     conversation.key,
                     reply_to,
@@ -505,8 +536,14 @@ class SqliteStore:
                     importance,
                 ),
             )
-        assert row is not None
-        new_id = int(row[0])
+            inserted, new_id = cursor.rowcount, cursor.lastrowid
+        if inserted < 1 or new_id is None:
+            assert message_id is not None  # only a platform id can collide
+            existing = await self.find_message(
+                conversation_key=conversation.key, message_id=message_id
+            )
+            assert existing is not None
+            raise Duplicate(existing)
         stored = StoredMessage(
             id=new_id,
             turn_id=reply_to if reply_to is not None else new_id,
@@ -1014,6 +1051,30 @@ class SqliteStore:
             " FROM conversations c ORDER BY c.key"
         )
         return [ConversationInfo(*row) for row in rows]
+
+    async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
+        now = time.time()
+        async with self._transaction():
+            await self._db.execute(
+                "DELETE FROM handled_requests WHERE handled_at < ?", (now - keep_seconds,)
+            )
+            cursor = await self._db.execute(
+                "INSERT INTO handled_requests (request_id, handled_at) VALUES (?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (request_id, now),
+            )
+            claimed = cursor.rowcount > 0
+        return claimed
+
+    async def rename_author(
+        self, *, conversation_key: str, stored_id: int, author_name: str, tokens: int
+    ) -> bool:
+        changed = await self._write(
+            "UPDATE messages SET author_name = ?, tokens = ? WHERE conversation = ? AND id = ?",
+            (author_name, tokens, conversation_key, stored_id),
+        )
+        self._rows.drop_id(conversation_key, stored_id)
+        return changed > 0
 
     async def get_meta(self, key: str) -> str | None:
         rows = await self._db.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,))

@@ -243,3 +243,24 @@ async def test_mentioning_the_bots_own_role_addresses_it_and_other_roles_do_not(
         await eventually(stored_three)
         assert len(chat_bodies(llm)) == 1  # remembered, not answered
         assert len(fake.sent) == 1
+
+
+async def test_a_message_the_gateway_delivers_twice_is_stored_and_answered_once(
+    start_bot: StartBot, discord_fake: FakeDiscord, llm: FakeLLM
+) -> None:
+    fake = discord_fake
+    async with start_bot() as (app, _):
+        question = fake.message(
+            ANA, f"<@{BOT.id}> only once", channel_id=GENERAL, guild_id=GUILD, mentions=(BOT,)
+        )
+        await fake.dispatch("MESSAGE_CREATE", question)
+        await fake.dispatch("MESSAGE_CREATE", question)  # replayed after a resume
+        await fake.say(BO, f"<@{BOT.id}> next", channel_id=GENERAL, guild_id=GUILD, mentions=(BOT,))
+        await fake.sent_count(2)
+        await fake.until(lambda: len(chat_bodies(llm)) >= 2)
+        stored = await app.store.messages_after_turn(
+            conversation_key=f"discord:{GUILD}:{GENERAL}", after_turn=0, limit=10
+        )
+    assert [m.content for m in stored if m.role.value == "user"] == ["only once", "next"]
+    assert len(chat_bodies(llm)) == 2
+    assert [s.content for s in fake.sent] == ["echo: [Ana N] only once", "echo: [Bo] next"]

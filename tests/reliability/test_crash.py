@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -232,3 +233,71 @@ def test_sigkill_loses_no_slack_message_the_bot_acknowledged(
 def free_port_taken(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+BURST = 300
+
+
+def test_sigkill_after_a_burst_from_new_people_loses_no_acknowledged_message(
+    tmp_path: Path, llm_thread: FakeLLM, fake_slack_thread: FakeSlack
+) -> None:
+    """300 messages from people the bot has never seen, while ``users.info`` takes seconds
+    to name each of them; the bot is killed the moment the last HTTP 200 arrives. Every
+    message that got its 200 is in the database: Slack will never send those again."""
+    people = [f"U{100 + n}" for n in range(BURST)]
+    lookup = 1.5  # seconds users.info takes for each of them
+    fake_slack_thread.delays.update(dict.fromkeys(people, lookup))
+    port = free_port()
+    db_path = tmp_path / "bot.sqlite3"
+    slack = {"enabled": True, "mode": "http", "host": "127.0.0.1", "port": port}
+    data = config_dict(
+        llm_thread.url, db_path, slack={**slack, "api_base_url": fake_slack_thread.api_url}
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.update(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="crash-secret")
+    bot = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run", "--config", str(config)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/slack/events"
+
+    def send(n: int) -> tuple[str, int]:
+        text = f"burst message {n}"
+        message = {"type": "message", "user": people[n], "text": text, "channel": "C1"}
+        message.update(channel_type="channel", ts=f"70.{n:04d}")
+        body = json.dumps(
+            {"type": "event_callback", "team_id": TEAM, "event_id": f"EvB{n}", "event": message}
+        )
+        headers = signed_headers("crash-secret", body, content_type="application/json")
+        request = urllib.request.Request(url, data=body.encode(), headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return text, int(response.status)
+        except OSError:
+            return text, 0
+
+    try:
+        wait_for(lambda: fake_slack_thread.called("auth.test"), "the bot to sign in")
+        wait_for(lambda: free_port_taken(port), "the bot to serve")
+        with ThreadPoolExecutor(max_workers=30) as pool:
+            results = list(pool.map(send, range(BURST)))
+    finally:
+        bot.send_signal(signal.SIGKILL)
+        bot.communicate(timeout=30)
+        time.sleep(lookup)  # the fake finishes the lookups it was asked for
+    acknowledged = {text for text, status in results if status == 200}
+    assert len(acknowledged) == BURST
+    db = sqlite3.connect(db_path)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        stored = [row[0] for row in db.execute("SELECT content FROM messages")]
+    finally:
+        db.close()
+    missing = acknowledged - set(stored)
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged messages lost"
+    assert len(stored) == len(set(stored))
