@@ -68,8 +68,8 @@ def test_bot_chat_answers_by_the_deadline_then_the_next_lines_at_once(
     records = llm_thread.chat_records
     assert [asked(r) for r in records] == ["[ana] one", "[ana] two", "[ana] three"]
     first_wait, *rest = gaps(records)
-    if fault is HUNG:
-        assert DEADLINE - 0.1 <= first_wait < DEADLINE + 1.0
+    if fault is HUNG:  # the deadline runs from before the prompt is built and sent
+        assert DEADLINE - 0.5 <= first_wait < DEADLINE + 1.0
     else:  # a wait longer than the deadline leaves fails at once
         assert first_wait < 1.0
     assert all(gap < 1.0 for gap in rest)
