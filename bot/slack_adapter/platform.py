@@ -16,6 +16,7 @@ from bot.config import SlackConfig, SlackMode
 from bot.engine import Engine
 from bot.platforms import PlatformError
 from bot.slack_adapter.app import Identity, Listeners, build_app, identify
+from bot.slack_adapter.gate import Gate
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class SlackPlatform:
         self._connected = False
         self._socket: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
+        self._gate: Gate | None = None
 
     @property
     def name(self) -> str:
@@ -93,7 +95,8 @@ class SlackPlatform:
             signing_secret=self.settings.signing_secret if http else None,
         )
         if http:
-            runner = web.AppRunner(app.web_app(path=EVENTS_PATH), access_log=None)
+            self._gate = Gate(app, self.settings.signing_secret or "")
+            runner = self._gate.runner(EVENTS_PATH)
             await runner.setup()
             await web.TCPSite(runner, self.settings.host, self.settings.port).start()
             self._runner = runner
@@ -127,5 +130,8 @@ class SlackPlatform:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._gate is not None:
+            self._gate.refusals.close()
+            self._gate = None
         if self.listeners is not None:
             await self.listeners.aclose()
