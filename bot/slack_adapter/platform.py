@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 DEFAULT_API_BASE_URL = "https://slack.com/api/"
 _RATE_LIMIT_RETRIES = 3
+SOCKET_LOGGER = "slack_sdk.socket_mode"
 
 
 def make_client(settings: SlackConfig) -> AsyncWebClient:
@@ -44,7 +45,7 @@ async def probe(settings: SlackConfig) -> tuple[bool, str]:
         identity = await identify(make_client(settings))
     except SlackApiError as exc:
         return False, f"slack: auth.test failed: {exc.response.get('error')}"
-    except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+    except (OSError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
         where = settings.api_base_url or DEFAULT_API_BASE_URL
         return False, f"slack: cannot reach {where}: {exc}"
     return True, (
@@ -81,7 +82,7 @@ class SlackPlatform:
             self.identity = await identify(client)
         except SlackApiError as exc:
             raise PlatformError(f"slack: auth.test failed: {exc.response.get('error')}") from None
-        except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+        except (OSError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
             where = self.settings.api_base_url or DEFAULT_API_BASE_URL
             raise PlatformError(f"slack: cannot reach {where}: {exc}") from None
         log.info("slack: signed in as %s in %s", self.identity.user_id, self.identity.team_id)
@@ -116,7 +117,10 @@ class SlackPlatform:
                 f"slack: apps.connections.open failed: {exc.response.get('error')} "
                 "(SLACK_APP_TOKEN must be an xapp- token with connections:write)"
             ) from None
-        handler = AsyncSocketModeHandler(app, app_token=self.settings.app_token)
+        # slack_sdk's logger, not Bolt's: its debug lines hold every envelope received.
+        handler = AsyncSocketModeHandler(
+            app, app_token=self.settings.app_token, logger=logging.getLogger(SOCKET_LOGGER)
+        )
         handler.client.wss_uri = str(opened["url"])
         await handler.connect_async()  # type: ignore[no-untyped-call]
         return handler
