@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -252,6 +253,27 @@ SIGNED_MALFORMED: dict[str, tuple[bytes, str]] = {
     "an event that is not an object": (
         json.dumps({"type": "event_callback", "event": MARKER}).encode(),
         JSON_TYPE,
+    ),
+    "a message whose text is a number": (
+        event_body({"type": "message", "user": "U1", "channel": "C1", "text": 7}, MARKER),
+        JSON_TYPE,
+    ),
+    "an edit whose message is text": (
+        event_body({"type": "message", "subtype": "message_changed", "message": MARKER}, "E"),
+        JSON_TYPE,
+    ),
+    "block actions without actions": (
+        b"payload=" + quote(json.dumps({"type": "block_actions", "actions": []})).encode(),
+        FORM_TYPE,
+    ),
+    "a shortcut without its channel": (
+        b"payload="
+        + quote(json.dumps({"type": "message_action", "callback_id": "pin_to_memory"})).encode(),
+        FORM_TYPE,
+    ),
+    "a command without its channel": (
+        f"command=/pin&text={MARKER}&user_id=U1&team_id={TEAM}".encode(),
+        FORM_TYPE,
     ),
 }
 

@@ -74,6 +74,51 @@ def check_signature(
         raise Refused(401, "bad signature")
 
 
+_EVENT_STRINGS = (
+    "type", "user", "channel", "ts", "thread_ts", "text", "subtype", "bot_id", "channel_type",
+    "deleted_ts", "parent_user_id", "team", "reaction",
+)  # fmt: skip
+_INNER_STRINGS = ("type", "user", "channel", "ts", "thread_ts", "text", "bot_id")
+_COMMAND_FIELDS = ("team_id", "channel_id", "user_id", "response_url")
+
+
+def _strings(data: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+    """Whether each of ``keys`` present in ``data`` holds a string, as Slack sends them."""
+    return all(isinstance(data[key], str) for key in keys if data.get(key) is not None)
+
+
+def _object_with_id(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("id"), str) and bool(value["id"])
+
+
+def _event_problem(data: Mapping[str, Any]) -> str | None:
+    event = data.get("event")
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return "event callback without an event"
+    inner = [event.get(key) for key in ("message", "previous_message", "item")]
+    if not _strings(data, ("team_id", "event_id")) or not _strings(event, _EVENT_STRINGS):
+        return "event field of the wrong type"
+    if not all(v is None or (isinstance(v, dict) and _strings(v, _INNER_STRINGS)) for v in inner):
+        return "event field of the wrong type"
+    return None
+
+
+def _interaction_problem(payload: Mapping[str, Any]) -> str | None:
+    kind = payload.get("type")
+    if not isinstance(kind, str):
+        return "payload without a type"
+    if kind == "block_actions":
+        actions = payload.get("actions")
+        if not (isinstance(actions, list) and actions and isinstance(actions[0], dict)):
+            return "block actions without actions"
+    if kind == "message_action" and not (
+        isinstance(payload.get("message"), dict)
+        and all(_object_with_id(payload.get(key)) for key in ("channel", "user", "team"))
+    ):
+        return "shortcut without its message, channel, user or team"
+    return None
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
@@ -95,15 +140,25 @@ def check_payload(body: bytes, content_type: str) -> str:
         data = _json_object(text)
         if data is None:
             raise Refused(400, "not a JSON object")
-        event = data.get("event")
-        if data.get("type") == "event_callback" and not (
-            isinstance(event, dict) and isinstance(event.get("type"), str)
-        ):
-            raise Refused(400, "event callback without an event")
-    elif "payload" in text:
-        payload = dict(parse_qsl(text, keep_blank_values=True)).get("payload")
-        if payload is not None and _json_object(payload) is None:
+        kind = data.get("type")
+        problem = None
+        if kind == "event_callback":
+            problem = _event_problem(data)
+        elif kind == "url_verification" and not isinstance(data.get("challenge"), str):
+            problem = "url verification without a challenge"
+        if problem:
+            raise Refused(400, problem)
+        return text
+    form = dict(parse_qsl(text, keep_blank_values=True))
+    if "payload" in text and "payload" in form:
+        payload = _json_object(form["payload"])
+        if payload is None:
             raise Refused(400, "payload not a JSON object")
+        problem = _interaction_problem(payload)
+        if problem:
+            raise Refused(400, problem)
+    elif "command" in form and not all(form.get(key) for key in _COMMAND_FIELDS):
+        raise Refused(400, "command without its team, channel, user or response URL")
     return text
 
 
