@@ -154,7 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    setup_logging(config.logging.level, os.environ, config.logging.format)
+    setup_logging(
+        config.logging.level,
+        os.environ,
+        config.logging.format,
+        slack_sdk_debug=config.logging.slack_sdk_debug,
+    )
     if args.command == "health":
         return _health(config)
     try:

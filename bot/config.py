@@ -117,12 +117,16 @@ class LoggingConfig(_Section):
     level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     format: Literal["text", "json"] = "text"
     """text: one readable line per event; json: one JSON object per line."""
+    slack_sdk_debug: bool = False
+    """At DEBUG, also slack_sdk's own debug lines (request URLs, message texts); off: kept at
+    INFO and above whatever the level."""
 
 
 class HttpConfig(_Section):
     """The optional health and metrics endpoint (``/healthz``, ``/metrics``)."""
 
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
+    """Only this machine by default: the numbers are for operators, not the internet."""
     port: int | None = Field(default=None, ge=0, le=65535)
     """None: no endpoint; 0: any free port (tests)."""
 

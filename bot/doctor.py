@@ -10,6 +10,7 @@ from pathlib import Path
 from bot.app import App
 from bot.config import Config
 from bot.llm import Failure, LLMError, OpenAIChatModel
+from bot.logs import hide_credentials
 
 _PING = [{"role": "user", "content": "Reply with the word ok."}]
 
@@ -21,7 +22,8 @@ class Check:
     detail: str
 
     def line(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}"
+        """The check as printed; credentials in any URL it names (or an error quotes) hidden."""
+        return hide_credentials(f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}")
 
 
 async def _endpoint(name: str, model: OpenAIChatModel) -> Check:

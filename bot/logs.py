@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable, Mapping
 
@@ -16,10 +17,17 @@ SECRET_ENV_VARS = (
     "DISCORD_TOKEN",
 )
 _MIN_SECRET_LENGTH = 6
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+
+
+def hide_credentials(text: str) -> str:
+    """``https://user:pass@host/v1`` → ``https://***@host/v1``, wherever a URL is in ``text``."""
+    return _URL_CREDENTIALS.sub(r"\1***@", text)
 
 
 class RedactSecrets(logging.Filter):
-    """Replaces every known secret value in a record's final text with ``***``."""
+    """Replaces every known secret value, and credentials in URLs, in a record's final text
+    with ``***``."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
@@ -30,11 +38,9 @@ class RedactSecrets(logging.Filter):
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        return text
+        return hide_credentials(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self._secrets:
-            return True
         message = record.getMessage()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
@@ -75,7 +81,11 @@ class TextFormatter(logging.Formatter):
         return super().format(record).replace("\n", "\\n")
 
 
-def setup_logging(level: str, env: Mapping[str, str], fmt: str = "text") -> None:
+def setup_logging(
+    level: str, env: Mapping[str, str], fmt: str = "text", *, slack_sdk_debug: bool = False
+) -> None:
+    """Log to stderr at ``level``. slack_sdk's debug lines (Web API URLs, message texts) only
+    with ``slack_sdk_debug``."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(RedactSecrets(env[name] for name in SECRET_ENV_VARS if env.get(name)))
@@ -85,3 +95,7 @@ def setup_logging(level: str, env: Mapping[str, str], fmt: str = "text") -> None
     # The HTTP libraries log request details at DEBUG; keep them out of ordinary logs.
     for noisy in ("httpx", "httpx2", "httpcore", "openai", "aiosqlite"):
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
+    sdk_level = logging.getLevelName(level)
+    logging.getLogger("slack_sdk").setLevel(
+        sdk_level if slack_sdk_debug else max(sdk_level, logging.INFO)
+    )

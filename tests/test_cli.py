@@ -199,3 +199,27 @@ def test_a_channel_name_that_could_collide_with_a_thread_is_refused(tmp_path: Pa
     result = bot("chat", "--config", str(config), "--channel", "alpha:t1", stdin="hi\n")
     assert result.returncode == 2
     assert "a channel name is non-empty, without ':'" in result.stderr
+
+
+def test_doctor_never_prints_credentials_in_a_url(tmp_path: Path) -> None:
+    secret_url = "http://ana:pa55w0rd-in-url@127.0.0.1:9"
+    config = write_config(
+        tmp_path,
+        f"{secret_url}/v1",
+        llm={
+            "max_retries": 0,
+            "summary_model": "other-model",
+            "summary_base_url": f"{secret_url}/summary/v1",
+            "embedding_model": "embed-small",
+        },
+        memory={"recall_tokens": 500, "recall_embeddings": True},
+        slack={"enabled": True, "mode": "http", "api_base_url": f"{secret_url}/api/"},
+    )
+    env = {"SLACK_BOT_TOKEN": "xoxb-doctor", "SLACK_SIGNING_SECRET": "doctor-secret"}
+    result = bot("doctor", "--config", str(config), env=env)
+    assert result.returncode == 1
+    printed = result.stdout + result.stderr
+    assert "pa55w0rd" not in printed and "ana:" not in printed
+    assert "FAIL chat endpoint: gpt-4o-mini at http://***@127.0.0.1:9/v1/" in printed
+    assert "FAIL summary endpoint: other-model at http://***@127.0.0.1:9/summary/v1/" in printed
+    assert "slack: cannot reach http://***@127.0.0.1:9/api/" in printed

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import prometheus_client
@@ -118,3 +120,40 @@ async def test_healthz_is_503_when_the_database_does_not_answer(
         await app.store.close()
         status, _, body = await get(port, "/healthz")
         assert (status, body) == (503, "database: down\n")
+
+
+def non_loopback_address() -> str | None:
+    """This machine's address on its default route, if it has one (a UDP socket's connect
+    sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def listening_addresses() -> list[str]:
+    """The kernel's IPv4 listening sockets, as ``ADDRESS:PORT`` in hex (``0100007F``:
+    127.0.0.1, ``00000000``: every interface)."""
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return [row[1] for row in rows if row[3] == "0A"]  # 0A: LISTEN
+
+
+async def test_the_endpoint_listens_on_loopback_only_unless_http_host_says(
+    make_config: ConfigFactory,
+) -> None:
+    async with (
+        open_app(make_config(http={"port": 0})) as app,
+        serve_http(app, [FakePlatform()]) as port,
+    ):
+        assert port
+        assert (await get(port, "/healthz"))[0] == 503
+        address = non_loopback_address()
+        if address is not None:
+            with pytest.raises(OSError):
+                socket.create_connection((address, port), timeout=2).close()
+        listening = listening_addresses()
+        assert f"0100007F:{port:04X}" in listening
+        assert f"00000000:{port:04X}" not in listening

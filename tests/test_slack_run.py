@@ -32,9 +32,10 @@ def fake_slack_thread() -> Iterator[FakeSlack]:
         fake.stop()
 
 
-def write_config(tmp_path: Path, llm: FakeLLM, fake: FakeSlack) -> Path:
+def write_config(tmp_path: Path, llm: FakeLLM, fake: FakeSlack, **logging: object) -> Path:
     slack = {"enabled": True, "api_base_url": fake.api_url}
-    data = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack, logging={"level": "DEBUG"})
+    logs = {"level": "DEBUG", **logging}
+    data = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack, logging=logs)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -113,3 +114,41 @@ def test_bot_run_says_when_slack_refuses_the_token(
     assert (
         result.stderr.strip().splitlines()[-1] == "bot run: slack: auth.test failed: invalid_auth"
     )
+
+
+def run_and_answer(tmp_path: Path, llm: FakeLLM, fake: FakeSlack, text: str, **logging: object):
+    """``bot run`` at DEBUG answering one DM over Socket Mode; its stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": BOT_TOKEN}
+    env["SLACK_APP_TOKEN"] = APP_TOKEN
+    config = write_config(tmp_path, llm, fake, **logging)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run", "--config", str(config)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len(fake.called("apps.connections.open")) > len(fake.acks), "the socket")
+        event = {"type": "message", "user": "U1", "text": text, "channel": "D1"}
+        event.update(channel_type="im", ts=f"{time.time():.6f}")
+        body = {"type": "event_callback", "team_id": TEAM, "event_id": text, "event": event}
+        fake.call(fake.ack_for(fake.call(fake.push("events_api", body))))
+        wait_for(lambda: any(text in m["text"] for m in fake.messages()), "the answer")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    return stderr
+
+
+def test_slack_sdk_debug_lines_stay_out_of_a_debug_log_unless_asked_for(
+    tmp_path: Path, llm_thread: FakeLLM, fake_slack_thread: FakeSlack
+) -> None:
+    quiet = run_and_answer(tmp_path, llm_thread, fake_slack_thread, "private words one")
+    assert " DEBUG " in quiet  # the bot's own debug lines are there
+    assert " DEBUG slack_sdk" not in quiet and "private words one" not in quiet
+    loud = run_and_answer(
+        tmp_path, llm_thread, fake_slack_thread, "private words two", slack_sdk_debug=True
+    )
+    assert " DEBUG slack_sdk" in loud and "private words two" in loud

@@ -16,12 +16,14 @@ from bot.config import SlackConfig, SlackMode
 from bot.engine import Engine
 from bot.platforms import PlatformError
 from bot.slack_adapter.app import Identity, Listeners, build_app, identify
+from bot.slack_adapter.gate import Gate
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 DEFAULT_API_BASE_URL = "https://slack.com/api/"
 _RATE_LIMIT_RETRIES = 3
+SOCKET_LOGGER = "slack_sdk.socket_mode"
 
 
 def make_client(settings: SlackConfig) -> AsyncWebClient:
@@ -43,7 +45,7 @@ async def probe(settings: SlackConfig) -> tuple[bool, str]:
         identity = await identify(make_client(settings))
     except SlackApiError as exc:
         return False, f"slack: auth.test failed: {exc.response.get('error')}"
-    except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+    except (OSError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
         where = settings.api_base_url or DEFAULT_API_BASE_URL
         return False, f"slack: cannot reach {where}: {exc}"
     return True, (
@@ -64,6 +66,7 @@ class SlackPlatform:
         self._connected = False
         self._socket: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
+        self._gate: Gate | None = None
 
     @property
     def name(self) -> str:
@@ -79,7 +82,7 @@ class SlackPlatform:
             self.identity = await identify(client)
         except SlackApiError as exc:
             raise PlatformError(f"slack: auth.test failed: {exc.response.get('error')}") from None
-        except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+        except (OSError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
             where = self.settings.api_base_url or DEFAULT_API_BASE_URL
             raise PlatformError(f"slack: cannot reach {where}: {exc}") from None
         log.info("slack: signed in as %s in %s", self.identity.user_id, self.identity.team_id)
@@ -93,7 +96,8 @@ class SlackPlatform:
             signing_secret=self.settings.signing_secret if http else None,
         )
         if http:
-            runner = web.AppRunner(app.web_app(path=EVENTS_PATH), access_log=None)
+            self._gate = Gate(app, self.settings.signing_secret or "")
+            runner = self._gate.runner(EVENTS_PATH)
             await runner.setup()
             await web.TCPSite(runner, self.settings.host, self.settings.port).start()
             self._runner = runner
@@ -113,7 +117,10 @@ class SlackPlatform:
                 f"slack: apps.connections.open failed: {exc.response.get('error')} "
                 "(SLACK_APP_TOKEN must be an xapp- token with connections:write)"
             ) from None
-        handler = AsyncSocketModeHandler(app, app_token=self.settings.app_token)
+        # slack_sdk's logger, not Bolt's: its debug lines hold every envelope received.
+        handler = AsyncSocketModeHandler(
+            app, app_token=self.settings.app_token, logger=logging.getLogger(SOCKET_LOGGER)
+        )
         handler.client.wss_uri = str(opened["url"])
         await handler.connect_async()  # type: ignore[no-untyped-call]
         return handler
@@ -127,5 +134,8 @@ class SlackPlatform:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._gate is not None:
+            self._gate.refusals.close()
+            self._gate = None
         if self.listeners is not None:
             await self.listeners.aclose()
