@@ -141,7 +141,6 @@ PROMPT_RENDERING = "2"
 CONTINUATION = "  "
 """What starts each further line of text people wrote, wherever the prompt shows it."""
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-_NAME_SPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def quote_lines(text: str) -> str:
@@ -164,7 +163,7 @@ def indent_headings(text: str, headings: re.Pattern[str]) -> str:
 
 def clean_name(name: str) -> str:
     """A display name on one line, without the brackets that frame a speaker."""
-    return _NAME_SPACE.sub(" ", name).strip().replace("[", "(").replace("]", ")")
+    return _LINE_BREAK.sub(" ", name).replace("[", "(").replace("]", ")")
 
 
 def render_content(role: Role, author_name: str, text: str) -> str:
