@@ -14,6 +14,7 @@ from bot.config import Config
 from bot.engine import Engine
 from bot.llm import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, make_client
 from bot.metrics import PrometheusObserver
+from bot.models import PROMPT_RENDERING
 from bot.observe import NoObserver, ObservedChatModel, Observer
 from bot.store.sqlite import SqliteStore
 from bot.summarizer import Summarizer
@@ -88,11 +89,13 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         metrics = PrometheusObserver() if config.http.port is not None else None
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
-        if await store.get_meta(_ENCODING_KEY) != tokenizer.encoding_name:
+        # Stored counts are of messages as the prompt shows them: redone when either changes.
+        counted_as = f"{tokenizer.encoding_name} rendering {PROMPT_RENDERING}"
+        if await store.get_meta(_ENCODING_KEY) != counted_as:
             recounted = await store.retokenize(tokenizer.count)
             if recounted:
                 log.info("recounted %d stored messages with %s", recounted, tokenizer.encoding_name)
-            await store.set_meta(_ENCODING_KEY, tokenizer.encoding_name)
+            await store.set_meta(_ENCODING_KEY, counted_as)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
         await calibrator.load()

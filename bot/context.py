@@ -21,6 +21,7 @@ than every recalled message: what recall shows stays older than the whole window
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +37,11 @@ from bot.models import (
     Role,
     StoredMessage,
     Summary,
+    clean_name,
+    indent_headings,
+    quote_lines,
 )
-from bot.recall import NOTHING, Recaller
+from bot.recall import NOTHING, RECALL_HEADING, Recaller
 from bot.store.base import Store, TurnCost
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
 
@@ -144,27 +148,37 @@ def _too_long(cost: int, room: int) -> PromptTooLarge:
     )
 
 
+_OWN_HEADING = "What {name} (who is speaking now) asked you to remember about them:"
+_INFERRED_HEADING = "Noted about {name} from earlier conversations (may be out of date):"
+_SECTIONS = (PINS_HEADING, SUMMARY_HEADING, RECALL_HEADING, _OWN_HEADING, _INFERRED_HEADING)
+_HEADINGS = re.compile("|".join(re.escape(h).replace(re.escape("{name}"), ".*") for h in _SECTIONS))
+"""The lines that open a section of the prompt's first message."""
+
+
 def render_pins(pins: Sequence[Pin]) -> str:
     lines = [PINS_HEADING]
-    lines.extend(f"#{pin.id} ({pin.author_name}): {pin.text}" for pin in pins)
+    lines.extend(
+        f"#{pin.id} ({clean_name(pin.author_name)}): {quote_lines(pin.text)}" for pin in pins
+    )
     return "\n".join(lines)
 
 
 def render_profile(name: str, facts: Sequence[ProfileFact]) -> str:
+    name = clean_name(name)
     lines = []
     own = [fact for fact in facts if fact.source is FactSource.USER]
     inferred = [fact for fact in facts if fact.source is FactSource.SUMMARY]
     if own:
-        lines.append(f"What {name} (who is speaking now) asked you to remember about them:")
-        lines.extend(f"- {fact.text}" for fact in own)
+        lines.append(_OWN_HEADING.format(name=name))
+        lines.extend(f"- {quote_lines(fact.text)}" for fact in own)
     if inferred:
-        lines.append(f"Noted about {name} from earlier conversations (may be out of date):")
-        lines.extend(f"- {fact.text}" for fact in inferred)
+        lines.append(_INFERRED_HEADING.format(name=name))
+        lines.extend(f"- {quote_lines(fact.text)}" for fact in inferred)
     return "\n".join(lines)
 
 
 def render_summary(summary: Summary) -> str:
-    return f"{SUMMARY_HEADING}\n{summary.content}"
+    return f"{SUMMARY_HEADING}\n{indent_headings(summary.content, _HEADINGS)}"
 
 
 def _remember(per_conversation: dict[str, int], conversation_key: str, value: int) -> None:

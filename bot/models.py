@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -135,10 +136,41 @@ class StoredMessage(NamedTuple):
 _ROLE_NAMES = {role: role.value for role in Role}  # faster than Role.value, per message
 
 
+PROMPT_RENDERING = "2"
+"""Changes when the way stored rows read in the prompt changes: their counts are redone."""
+CONTINUATION = "  "
+"""What starts each further line of text people wrote, wherever the prompt shows it."""
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def quote_lines(text: str) -> str:
+    """Text people wrote, its further lines indented: it can never begin a line of the
+    prompt's own structure (a section heading, a speaker, a pin, a fact)."""
+    if _LINE_BREAK.search(text) is None:
+        return text
+    return ("\n" + CONTINUATION).join(_LINE_BREAK.split(text))
+
+
+def indent_headings(text: str, headings: re.Pattern[str]) -> str:
+    """``text`` (the model's own, folded from what people wrote) with any line that reads like
+    one of ``headings`` indented, so it cannot open a section of its own."""
+    if headings.search(text) is None:
+        return text
+    return "\n".join(
+        CONTINUATION + line if headings.match(line.strip()) else line for line in text.split("\n")
+    )
+
+
+def clean_name(name: str) -> str:
+    """A display name on one line, without the brackets that frame a speaker."""
+    return _LINE_BREAK.sub(" ", name).replace("[", "(").replace("]", ")")
+
+
 def render_content(role: Role, author_name: str, text: str) -> str:
-    """How a message reads in the prompt: user messages say who wrote them."""
+    """How a message reads in the prompt: user messages say who wrote them, on their first
+    line; the model's own answers read as written."""
     if role is Role.USER:
-        return f"[{author_name}] {text}"
+        return f"[{clean_name(author_name)}] {quote_lines(text)}"
     return text
 
 

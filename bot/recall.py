@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from bot.config import MemoryConfig
 from bot.fulltext import match_expression, query_terms
 from bot.llm import Embedder, LLMError
-from bot.models import Pin, Role, StoredMessage
+from bot.models import Pin, Role, StoredMessage, clean_name, quote_lines
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD
 
@@ -69,8 +69,9 @@ def vector_bytes(vector: Sequence[float]) -> bytes:
 
 def render_line(message: StoredMessage) -> str:
     when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
-    who = message.author_name if message.role is Role.USER else "assistant"
-    return f"- {when} [{who}] {message.content}"
+    if message.role is Role.USER:
+        return f"- {when} [{clean_name(message.author_name)}] {quote_lines(message.content)}"
+    return f"- {when} [assistant] {quote_lines(message.content)}"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,17 @@ from dataclasses import dataclass, field
 from bot.config import MemoryConfig, Strategy
 from bot.importance import covered, key_terms
 from bot.llm import ChatModel, Failure, LLMError
-from bot.models import Conversation, FactSource, Person, Role, StoredMessage, Summary
+from bot.models import (
+    Conversation,
+    FactSource,
+    Person,
+    Role,
+    StoredMessage,
+    Summary,
+    clean_name,
+    indent_headings,
+    quote_lines,
+)
 from bot.store.base import NewSummary, Store
 from bot.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 
@@ -72,6 +82,15 @@ SUMMARY_SHARE = 0.25
 """A summary may take at most this share of the prompt budget."""
 _OVERSHOOT = 1.2
 _TRUNCATE_NOTE = "… [truncated for the summary]"
+_PREVIOUS = "Previous summary:"
+_NEW = "New messages:"
+_IMPORTANT = "Important messages (keep their facts exactly):"
+_SECTIONS = re.compile(
+    "|".join(
+        [*(re.escape(h) for h in (_PREVIOUS, _NEW, _IMPORTANT)), r"\[\d{4}-\d\d-\d\d \d\d:\d\d\] "]
+    )
+)
+"""The lines that open a section of the transcript, or speak in it."""
 
 
 @dataclass(frozen=True)
@@ -115,11 +134,11 @@ def _kept_lines(summary: str) -> list[str]:
 
 def _line(row: StoredMessage, input_limit: int) -> str:
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.created_at))
-    who = row.author_name if row.role is Role.USER else "assistant (you)"
+    who = clean_name(row.author_name) if row.role is Role.USER else "assistant (you)"
     text = row.content
     if row.tokens > input_limit:
         text = text[: input_limit * 2] + _TRUNCATE_NOTE
-    return f"[{when}] {who}: {text}"
+    return f"[{when}] {who}: {quote_lines(text)}"
 
 
 def _group_turns(rows: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
@@ -322,11 +341,12 @@ class Summarizer:
         input_limit = self._memory.summary_max_input_tokens
         lines = [_line(row, input_limit) for row in rows]
         important = [row for row in rows if row.important]
-        parts = [f"Previous summary:\n{previous}" if previous else "Previous summary: (none)"]
-        parts.append("New messages:\n" + "\n".join(lines))
+        shown = indent_headings(previous, _SECTIONS) if previous else "(none)"
+        parts = [f"{_PREVIOUS}\n{shown}" if previous else f"{_PREVIOUS} {shown}"]
+        parts.append(f"{_NEW}\n" + "\n".join(lines))
         if important:
             listed = "\n".join(_line(row, input_limit) for row in important)
-            parts.append(f"Important messages (keep their facts exactly):\n{listed}")
+            parts.append(f"{_IMPORTANT}\n{listed}")
         messages = [
             {"role": "system", "content": SUMMARY_INSTRUCTIONS},
             {"role": "user", "content": "\n\n".join(parts)},
@@ -405,7 +425,7 @@ def _authors(
     ids: dict[str, set[str]] = {}
     for row in rows:
         if row.role is Role.USER:
-            ids.setdefault(row.author_name.strip(), set()).add(row.author_id)
+            ids.setdefault(clean_name(row.author_name), set()).add(row.author_id)
     out = []
     for name, fact in named:
         owners = ids.get(name.strip(), set())

@@ -98,6 +98,16 @@ SPEAKERS = (  # (author_id, author_name); an empty name is shown as the id
 
 Message = dict[str, str]
 
+
+def shown(text: str) -> str:
+    """Text people wrote as the prompt shows it: every line break a newline, each further line
+    indented by two spaces (so none can pass for the prompt's own lines)."""
+    lines = text.splitlines(keepends=True)
+    if lines and lines[-1].splitlines() != [lines[-1]]:  # it ends with a line break
+        lines.append("")
+    return "\n  ".join(line.splitlines()[0] if line.splitlines() else "" for line in lines)
+
+
 # -- generated texts ----------------------------------------------------------------------------
 
 SPECIAL_TOKENS = (
@@ -586,7 +596,7 @@ async def say(world: World, action: Say) -> tuple[Turn, Reply | None, list[str]]
     author_id, name = SPEAKERS[action.who]
     marker = world.marker(MESSAGE_TAGS[conversation.key])
     text = f"{action.prefix}{marker}{action.suffix}"
-    turn = Turn(marker=marker, rendered=f"[{name or author_id}] {text}", author_id=author_id)
+    turn = Turn(marker=marker, rendered=f"[{name or author_id}] {shown(text)}", author_id=author_id)
     speaker = Speaker(Person.of(conversation, author_id), name or author_id)
     before = await heads(world, conversation, speaker)
     reply = await world.app.engine.handle_message(
@@ -662,7 +672,7 @@ async def pin(world: World, action: PinFact) -> None:
     if reply.kind is ReplyKind.INFO:
         match = re.match(r"Pinned #(\d+): ", reply.text)
         assert match is not None, reply.text
-        line = f"#{match.group(1)} ({name}): {argument.strip()}"
+        line = f"#{match.group(1)} ({name}): {shown(argument.strip())}"
         world.pin_lines[channel_of(conversation)].append(line)
         event("pin accepted")
     else:

@@ -1,8 +1,14 @@
-"""Replies as Slack shows them: Markdown → mrkdwn, split into messages Slack accepts. Pure."""
+"""Replies as Slack shows them: Markdown → mrkdwn, split into messages Slack accepts. Pure.
+
+Nothing the bot posts can mention anyone: every ``<``, ``>`` and ``&`` of the text is escaped,
+so the only ``<…>`` in the output are links built here, to clean http(s) URLs, shown either as
+the URL itself or as plain words (never as another address).
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_CHARS = 3500
 """Slack rejects long messages (``msg_too_long``) near 4,000 characters; stay well below."""
@@ -16,6 +22,9 @@ _ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![*\w])")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+")
+_LINK_LIKE = re.compile(r"://|www\.|[\w-]\.[^\W\d_]{2}", re.IGNORECASE)
+_UNSAFE_IN_URL = re.compile(r"[\s<>|`\"]")
+_PLACEHOLDER = re.compile(r"\x00(\d+)\x00")
 
 
 def escape(text: str) -> str:
@@ -23,20 +32,38 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _invisible(text: str) -> bool:
+    """Whether ``text`` holds control or invisible formatting characters."""
+    return any(unicodedata.category(c) in ("Cc", "Cf") for c in text)
+
+
+def link(text: str, url: str) -> str:
+    """A Markdown link as mrkdwn: ``<url>`` when the text is the URL, ``<url|text>`` when the
+    text is plain words; otherwise (an unclean URL, or text that names another address) the
+    text and the URL, both shown, neither a link."""
+    if _UNSAFE_IN_URL.search(url) or _invisible(url):
+        return f"{escape(text)} ({escape(url)})"
+    if text == url:
+        return f"<{escape(url)}>"
+    if "|" in text or _LINK_LIKE.search(text) or _invisible(text):
+        return f"{escape(text)} ({escape(url)})"
+    return f"<{escape(url)}|{escape(text)}>"
+
+
 def _inline(text: str) -> str:
     """Markdown emphasis and links in prose (not code) as mrkdwn."""
     links: list[str] = []
 
     def keep_link(match: re.Match[str]) -> str:
-        links.append(f"<{match.group(2)}|{escape(match.group(1))}>")
+        links.append(link(match.group(1), match.group(2)))
         return f"\x00{len(links) - 1}\x00"
 
-    text = _LINK.sub(keep_link, text)
+    text = _LINK.sub(keep_link, text.replace("\x00", "\ufffd"))
     text = escape(text)
     text = _ITALIC.sub(r"_\1_", text)
     text = _BOLD.sub(r"*\2*", text)
     text = _STRIKE.sub(r"~\1~", text)
-    return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], text)
+    return _PLACEHOLDER.sub(lambda m: links[int(m.group(1))], text)
 
 
 def _line(line: str) -> str:
@@ -97,7 +124,7 @@ def split(text: str, limit: int = MAX_CHARS) -> list[str]:
         if len(prefix) + len(rest) <= limit:
             chunk, rest = prefix + rest, ""
         else:
-            cut = _fence_cut(rest, room) or _cut_point(rest, room)
+            cut = _fence_cut(rest, room) or _outside_markup(rest, _cut_point(rest, room))
             chunk, rest = prefix + rest[:cut].rstrip(), rest[cut:].lstrip(" ").lstrip("\n")
         reopen = chunk.count(FENCE) % 2 == 1
         if reopen:
@@ -105,6 +132,18 @@ def split(text: str, limit: int = MAX_CHARS) -> list[str]:
         if chunk.strip():
             chunks.append(chunk)
     return chunks
+
+
+def _outside_markup(text: str, cut: int) -> int:
+    """``cut`` moved back to the start of the link or entity (``&amp;``) it would split, so
+    each message holds whole links; unchanged when that would leave nothing before it."""
+    opened = text.rfind("<", 0, cut)
+    if opened > 0 and text.find(">", opened, cut) < 0:
+        cut = opened
+    entity = text.rfind("&", max(0, cut - 4), cut)
+    if entity > 0 and text.find(";", entity, cut) < 0:
+        cut = entity
+    return cut
 
 
 def _fence_cut(text: str, limit: int) -> int | None:
