@@ -937,7 +937,10 @@ def test_the_message_being_answered_is_last_even_when_a_summary_lands_meanwhile(
                     assert reply is not None and reply.kind is ReplyKind.ANSWER
                     sent = [b for b in llm.chat_requests if not is_summary_request(b)][-1]
                     name = SPEAKERS[1][1]
-                    assert sent["messages"][-1] == {"role": "user", "content": f"[{name}] {text}"}
+                    assert sent["messages"][-1] == {
+                        "role": "user",
+                        "content": f"[{name}] {shown(text)}",
+                    }
 
     asyncio.run(scenario_run())
 
