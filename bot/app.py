@@ -54,6 +54,7 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         config.storage.path,
         busy_timeout_ms=config.storage.busy_timeout_ms,
         index=config.memory.recall_tokens > 0,
+        synchronous=config.storage.synchronous,
     )
     clients: list[openai.AsyncOpenAI] = []
     try:

@@ -171,7 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int:
     if args.command in _STORE_COMMANDS:
         store = await SqliteStore.open(
-            config.storage.path, busy_timeout_ms=config.storage.busy_timeout_ms
+            config.storage.path,
+            busy_timeout_ms=config.storage.busy_timeout_ms,
+            synchronous=config.storage.synchronous,
         )
         try:
             return await _STORE_COMMANDS[args.command](store, args)

@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
@@ -294,6 +294,9 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+
+
 def _open_reader(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     reader = sqlite3.connect(path, isolation_level=None)
     reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -372,11 +375,18 @@ class SqliteStore:
 
     @classmethod
     async def open(
-        cls, path: str, *, busy_timeout_ms: int = 5000, index: bool = True
+        cls,
+        path: str,
+        *,
+        busy_timeout_ms: int = 5000,
+        index: bool = True,
+        synchronous: Literal["full", "normal"] = "full",
     ) -> SqliteStore:
         """Open (and migrate) the database. ``index``: messages stored through this
         connection enter recall's search index (and those stored without it are indexed
-        now); off, storing a message does no indexing work at all (recall is off)."""
+        now); off, storing a message does no indexing work at all (recall is off).
+        ``synchronous``: full, every commit is on disk when it returns; normal, a power
+        loss can drop the last commits."""
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -387,7 +397,7 @@ class SqliteStore:
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             journal = await db.execute_fetchall("PRAGMA journal_mode = WAL")
-            await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[synchronous]}")
             await db.execute("PRAGMA foreign_keys = ON")
             await db.create_function("recall_text", 1, index_text, deterministic=True)
             await db.create_function("recall_terms", 1, document_terms, deterministic=True)
@@ -1087,6 +1097,11 @@ class SqliteStore:
         except Exception:
             return False
         return True
+
+    async def synchronous(self) -> str:
+        """How the writing connection syncs its commits: ``full``, ``normal`` (or ``off``)."""
+        rows = await self._db.execute_fetchall("PRAGMA synchronous")
+        return {0: "off", 1: "normal", 2: "full", 3: "extra"}[next(iter(rows))[0]]
 
     async def integrity_check(self) -> str:
         rows = await self._db.execute_fetchall("PRAGMA quick_check")
