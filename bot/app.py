@@ -80,6 +80,8 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         chat = OpenAIChatModel(chat_client, llm.chat_model, temperature=llm.temperature)
         summary = OpenAIChatModel(summary_client, llm.summary_model, temperature=None)
         metrics = PrometheusObserver() if config.http.port is not None else None
+        if metrics is not None:
+            store.on_write_failure = metrics.storage_write_failed
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
         if await store.get_meta(_ENCODING_KEY) != tokenizer.encoding_name:

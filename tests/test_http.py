@@ -117,4 +117,4 @@ async def test_healthz_is_503_when_the_database_does_not_answer(
         assert await get(port, "/healthz") == (200, "text/plain; charset=utf-8", "database: ok\n")
         await app.store.close()
         status, _, body = await get(port, "/healthz")
-        assert (status, body) == (503, "database: down\n")
+        assert (status, body) == (503, "database: down (does not answer)\n")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,7 +27,14 @@ from bot.models import (
     render_content,
 )
 from bot.store import archive
-from bot.store.base import Calibration, ConversationInfo, NewSummary, TurnCost, UsageTotals
+from bot.store.base import (
+    Calibration,
+    ConversationInfo,
+    NewSummary,
+    StorageError,
+    TurnCost,
+    UsageTotals,
+)
 from bot.store.rowcache import RowCache
 from bot.store.turncache import MARK_CONVERSATION, TurnCache
 
@@ -294,6 +303,27 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+log = logging.getLogger(__name__)
+
+
+def _file_id(path: str) -> tuple[int, int]:
+    status = os.stat(path)
+    return status.st_dev, status.st_ino
+
+
+def _file_problem(path: str, opened: tuple[int, int]) -> str | None:
+    """A database file (or its WAL) deleted or replaced under the open connection: what
+    it commits from then on is lost when the process ends."""
+    try:
+        if _file_id(path) != opened:
+            return f"{path} was replaced while open"
+    except OSError:
+        return f"{path} was deleted while open"
+    if not os.path.exists(f"{path}-wal"):
+        return f"{path}-wal was deleted while open: what is written since dies with the bot"
+    return None
+
+
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
@@ -367,6 +397,12 @@ class SqliteStore:
         self._reader: sqlite3.Connection | None = None  # opened once migrated (``open``)
         self.path = path
         self._write_lock = asyncio.Lock()
+        self.write_failure: str | None = None
+        """Why the last write failed; None once one succeeds."""
+        self._incident = 0
+        self.on_write_failure: Callable[[], None] = lambda: None
+        self._file_id: tuple[int, int] | None = None  # the file's device and inode
+        self._opened = False
         self._known: set[str] = set()
         self._rows = RowCache()
         self._turns = TurnCache(self._read)
@@ -388,7 +424,10 @@ class SqliteStore:
         ``synchronous``: full, every commit is on disk when it returns; normal, a power
         loss can drop the last commits."""
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(f"cannot open database {path}: {exc.strerror}") from exc
         try:
             db = await aiosqlite.connect(path, isolation_level=None)
         except Exception as exc:
@@ -399,6 +438,9 @@ class SqliteStore:
             journal = await db.execute_fetchall("PRAGMA journal_mode = WAL")
             await db.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[synchronous]}")
             await db.execute("PRAGMA foreign_keys = ON")
+            damage = await store.integrity_check()
+            if damage != "ok":
+                raise DatabaseError(f"database {path} is damaged: {damage.splitlines()[0]}")
             await db.create_function("recall_text", 1, index_text, deterministic=True)
             await db.create_function("recall_terms", 1, document_terms, deterministic=True)
             await store._migrate()
@@ -406,17 +448,20 @@ class SqliteStore:
                 await store._index_new_messages()
             if path != ":memory:" and next(iter(journal))[0] == "wal":
                 store._reader = _open_reader(path, busy_timeout_ms)
-        except sqlite3.OperationalError as exc:
+                store._file_id = _file_id(path)
+        except (sqlite3.Error, StorageError) as exc:
             await db.close()
-            if "fts5" in str(exc):
+            cause = exc.cause if isinstance(exc, StorageError) else str(exc)
+            if "fts5" in cause:
                 raise DatabaseError(
                     f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, which recall's "
                     "search index needs; use a standard CPython build (or the Docker image)"
                 ) from exc
-            raise
+            raise DatabaseError(f"cannot open database {path}: {cause}") from exc
         except Exception:
             await db.close()
             raise
+        store._opened = True
         return store
 
     async def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
@@ -452,18 +497,41 @@ class SqliteStore:
             await self._db.execute(_INDEX_ON_INSERT)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[None]:
+    async def _writing(self) -> AsyncIterator[None]:
+        """Hold the write lock; a write SQLite refuses becomes :class:`StorageError`."""
         async with self._write_lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise self._failed(exc) from exc
+        if self.write_failure is not None:
+            log.warning("writes to %s succeed again", self.path)
+            self.write_failure = None
+
+    def _failed(self, exc: sqlite3.Error) -> StorageError:
+        cause = str(exc) or type(exc).__name__
+        if self.write_failure is None:
+            self._incident += 1
+        self.write_failure = cause
+        self.on_write_failure()
+        if self._opened:  # while opening, the caller names the failure itself
+            log.error("storage write to %s failed: %s", self.path, cause)
+        return StorageError(self.path, cause, incident=self._incident)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        async with self._writing():
             await self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
             except BaseException:
-                await self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    await self._db.execute("ROLLBACK")
                 raise
             await self._db.execute("COMMIT")
 
     async def _write(self, sql: str, params: Sequence[Any]) -> int:
-        async with self._write_lock:
+        async with self._writing():
             cursor = await self._db.execute(sql, params)
             return cursor.rowcount
 
@@ -497,7 +565,7 @@ class SqliteStore:
         importance: int = 0,
     ) -> StoredMessage:
         await self._ensure_conversation(conversation)
-        async with self._write_lock:
+        async with self._writing():
             row = await self._db.execute_insert(
                 "INSERT INTO messages (conversation, reply_to, role, author_id, author_name,"
                 " content, tokens, platform_message_id, created_at, importance)"
@@ -794,7 +862,7 @@ class SqliteStore:
         self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
     ) -> Pin:
         created_at = time.time()
-        async with self._write_lock:
+        async with self._writing():
             row = await self._db.execute_insert(
                 "INSERT INTO pins (channel_key, text, tokens, author_id, author_name, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -836,7 +904,7 @@ class SqliteStore:
         self, *, person: Person, text: str, tokens: int, source: FactSource
     ) -> ProfileFact:
         created_at = time.time()
-        async with self._write_lock:
+        async with self._writing():
             row = await self._db.execute_insert(
                 "INSERT INTO profile_facts (platform, workspace, user_id, text, tokens, source,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -1089,6 +1157,14 @@ class SqliteStore:
         self._turns.clear()
         self._summaries.clear()
         return imported
+
+    async def health_problem(self) -> str | None:
+        """Why the database is not fit to keep messages right now, or None."""
+        if self.write_failure is not None:
+            return f"cannot write: {self.write_failure}"
+        if not await self.ping():
+            return "does not answer"
+        return None if self._file_id is None else _file_problem(self.path, self._file_id)
 
     async def ping(self) -> bool:
         """Whether the database answers a query."""
