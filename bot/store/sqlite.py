@@ -8,7 +8,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -503,10 +503,18 @@ class SqliteStore:
             try:
                 yield
             except sqlite3.Error as exc:
+                await self._abandon()
                 raise self._failed(exc) from exc
         if self.write_failure is not None:
             log.warning("writes to %s succeed again", self.path)
             self.write_failure = None
+
+    async def _abandon(self) -> None:
+        """Roll back what a failed statement left open (SQLite may keep a transaction open
+        when its commit fails), so that a later commit cannot carry it in."""
+        if self._db.in_transaction:
+            with suppress(sqlite3.Error):
+                await self._db.execute("ROLLBACK")
 
     def _failed(self, exc: sqlite3.Error) -> StorageError:
         cause = str(exc) or type(exc).__name__
