@@ -429,6 +429,8 @@ class SqliteStore:
             except OSError as exc:
                 raise DatabaseError(f"cannot open database {path}: {exc.strerror}") from exc
         try:
+            # Refusals come from here: aiosqlite's thread outlives a failed connect.
+            sqlite3.connect(path).close()
             db = await aiosqlite.connect(path, isolation_level=None)
         except Exception as exc:
             raise DatabaseError(f"cannot open database {path}: {exc}") from exc

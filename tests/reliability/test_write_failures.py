@@ -104,7 +104,10 @@ class Running:
         )
 
     def health(self) -> tuple[int, str]:
-        return fetch(f"http://127.0.0.1:{self.port}/healthz")
+        try:
+            return fetch(f"http://127.0.0.1:{self.port}/healthz")
+        except OSError:  # not serving yet
+            return 0, ""
 
     def failures_counted(self) -> float:
         _, page = fetch(f"http://127.0.0.1:{self.port}/metrics")
