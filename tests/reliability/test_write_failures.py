@@ -228,3 +228,23 @@ def test_a_refused_write_is_told_once_shown_by_health_counted_and_recovers(
     # reuses and fail on its answer: that message is kept, unanswered, and told.
     assert kept[0] == "hello" and kept[-2:] == ["back", "again"], kept
     assert "lost 2" not in kept
+
+
+def test_bot_chat_tells_once_that_its_messages_are_not_kept(
+    tmp_path: Path, llm_thread: FakeLLM, small_disk: Path
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(config_dict(llm_thread.url, small_disk / "bot.sqlite3")))
+    chat = [sys.executable, "-m", "bot", "chat", "--config", str(config), "--user", "ana"]
+    first = subprocess.run(chat, input="hello\n", capture_output=True, text=True, timeout=60)
+    assert first.stdout == "echo: [ana] hello\n", first.stderr
+    restore = make_immutable(small_disk)
+    try:
+        lost = subprocess.run(
+            chat, input="one\ntwo\nthree\n", capture_output=True, text=True, timeout=60
+        )
+    finally:
+        restore()
+    assert lost.stdout == NOTICE + "\n", lost.stderr
+    assert "Traceback" not in lost.stderr
+    assert len([x for x in lost.stderr.splitlines() if "storage write to" in x]) == 3
