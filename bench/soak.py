@@ -21,6 +21,7 @@ Printed figures:
 - peak memory: the bot process's maximum resident set size (``getrusage`` of the child).
 
 ``--budget`` (default 1,000 tokens) is small enough that summaries run during the soak.
+``--synchronous`` (default full) sets ``storage.synchronous``.
 Exits 1 when anything is lost or unanswered.
 """
 
@@ -135,7 +136,7 @@ def event_body(n: int, channels: int) -> str:
 
 
 def start_bot(
-    folder: Path, llm_url: str, api_url: str, port: int, budget: int
+    folder: Path, llm_url: str, api_url: str, port: int, budget: int, synchronous: str
 ) -> subprocess.Popen[str]:
     data = {
         "system_prompt": "You are a helpful assistant in a team chat.",
@@ -146,7 +147,7 @@ def start_bot(
             "timeout_seconds": 60,
         },
         "memory": {"max_context_tokens": budget},
-        "storage": {"path": str(folder / "bot.sqlite3")},
+        "storage": {"path": str(folder / "bot.sqlite3"), "synchronous": synchronous},
         "logging": {"level": "WARNING"},
         "slack": {
             "enabled": True,
@@ -198,7 +199,7 @@ async def soak(args: argparse.Namespace) -> int:
     await llm.start()
     await slack.start()
     port = free_port()
-    bot = start_bot(folder, llm.url, slack.api_url, port, args.budget)
+    bot = start_bot(folder, llm.url, slack.api_url, port, args.budget, args.synchronous)
     url = f"http://127.0.0.1:{port}/slack/events"
     sent_at: dict[int, float] = {}
     accepted: set[int] = set()
@@ -289,6 +290,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=40.0, help="messages per second")
     parser.add_argument("--channels", type=int, default=20)
     parser.add_argument("--budget", type=int, default=1000, help="memory.max_context_tokens")
+    parser.add_argument(
+        "--synchronous", choices=["full", "normal"], default="full", help="storage.synchronous"
+    )
     parser.add_argument("--model-delay", type=float, default=0.0, help="seconds per answer")
     parser.add_argument("--warmup", type=int, default=20, help="untimed messages first")
     parser.add_argument("--settle", type=float, default=120.0, help="seconds to wait for answers")

@@ -55,6 +55,7 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         config.storage.path,
         busy_timeout_ms=config.storage.busy_timeout_ms,
         index=config.memory.recall_tokens > 0,
+        synchronous=config.storage.synchronous,
     )
     clients: list[openai.AsyncOpenAI] = []
     try:
@@ -87,6 +88,8 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         )
         summary = OpenAIChatModel(summary_client, llm.summary_model, policy=policy)
         metrics = PrometheusObserver() if config.http.port is not None else None
+        if metrics is not None:
+            store.on_write_failure = metrics.storage_write_failed
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
         # Stored counts are of messages as the prompt shows them: redone when either changes.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sqlite3
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
 from bot.store.archive import ArchiveError, dump_lines, parse_lines
+from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -166,8 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "eval":
             return asyncio.run(_eval(args, config))
         return asyncio.run(_dispatch(args, config, path))
-    except DatabaseError as exc:
+    except (DatabaseError, StorageError) as exc:
         print(f"bot: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except sqlite3.Error as exc:
+        print(f"bot: database {config.storage.path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -176,7 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int:
     if args.command in _STORE_COMMANDS:
         store = await SqliteStore.open(
-            config.storage.path, busy_timeout_ms=config.storage.busy_timeout_ms
+            config.storage.path,
+            busy_timeout_ms=config.storage.busy_timeout_ms,
+            synchronous=config.storage.synchronous,
         )
         try:
             return await _STORE_COMMANDS[args.command](store, args)

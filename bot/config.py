@@ -111,6 +111,9 @@ class MemoryConfig(_Section):
 class StorageConfig(_Section):
     path: str = "data/bot.sqlite3"
     busy_timeout_ms: int = Field(default=5000, ge=0)
+    synchronous: Literal["full", "normal"] = "full"
+    """full: each commit reaches the disk before it is acknowledged; normal: faster, but a
+    power loss can drop the last commits (WAL)."""
 
 
 class LoggingConfig(_Section):

@@ -13,6 +13,7 @@ from typing import TextIO
 from bot.commands import parse_command_line, run_command
 from bot.engine import Engine
 from bot.models import CommandCall, Conversation, IncomingMessage, Reply
+from bot.store.base import StorageError
 
 
 def to_incoming(line: str, *, channel: str, user: str) -> IncomingMessage | CommandCall:
@@ -46,6 +47,12 @@ async def _read_line(stream: TextIO) -> str | None:
     return line.rstrip("\r\n")
 
 
+async def _take(engine: Engine, item: IncomingMessage | CommandCall) -> Reply | None:
+    if isinstance(item, CommandCall):
+        return await run_command(engine, item)
+    return await engine.handle_message(item)
+
+
 async def chat(
     engine: Engine,
     *,
@@ -77,11 +84,11 @@ async def chat(
         if not line.strip():
             continue
         item = to_incoming(line, channel=channel, user=user)
-        if isinstance(item, CommandCall):
-            show(await run_command(engine, item))
-        else:
-            reply = await engine.handle_message(item)
-            if reply is not None:
-                show(reply)
+        try:
+            reply = await _take(engine, item)
+        except StorageError as exc:
+            reply = engine.storage_notice(item.conversation, exc)
+        if reply is not None:
+            show(reply)
     # Let summaries started by this session finish, so the next one starts from them.
     await engine.drain(within=engine.config.llm.timeout_seconds * 2)

@@ -43,6 +43,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     config = app.config
     memory = config.memory
     integrity = await app.store.integrity_check()
+    synchronous = await app.store.synchronous()
     conversations = await app.store.conversations()
     same = (app.summary.model, app.summary.base_url) == (app.chat.model, app.chat.base_url)
     chat_check, summary_check, platforms_check, recall_check = await asyncio.gather(
@@ -57,7 +58,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             integrity == "ok",
             "database",
             f"{config.storage.path}: {integrity}, {len(conversations)} conversations, "
-            f"{sum(c.messages for c in conversations):,} messages",
+            f"{sum(c.messages for c in conversations):,} messages, synchronous={synchronous}",
         ),
         Check(True, "tokens", app.engine.tokenizer.describe()),
         chat_check,

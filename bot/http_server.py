@@ -19,11 +19,11 @@ def make_web_app(
     app: App, metrics: PrometheusObserver, platforms: Sequence[Platform]
 ) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
-        checks = {"database": await app.store.ping()}
-        checks.update({platform.name: platform.connected for platform in platforms})
-        ok = all(checks.values())
-        body = "\n".join(f"{name}: {'ok' if up else 'down'}" for name, up in checks.items())
-        return web.Response(text=body + "\n", status=200 if ok else 503)
+        problem = await app.store.health_problem()
+        lines = [f"database: {'ok' if problem is None else f'down ({problem})'}"]
+        lines += [f"{p.name}: {'ok' if p.connected else 'down'}" for p in platforms]
+        ok = problem is None and all(p.connected for p in platforms)
+        return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 503)
 
     async def metrics_page(_: web.Request) -> web.Response:
         return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -38,6 +38,11 @@ class PrometheusObserver:
             registry=r,
         )
         self._errors = Counter("bot_errors", "Errors by kind", ["kind"], registry=r)
+        self._write_failures = Counter(
+            "bot_storage_write_failures",
+            "Writes the database refused (disk full, read-only, damaged)",
+            registry=r,
+        )
         self._summaries = Counter("bot_summaries", "Summaries made", registry=r)
         self._fill = Histogram(
             "bot_context_fill_ratio",
@@ -72,6 +77,9 @@ class PrometheusObserver:
 
     def error(self, *, kind: str) -> None:
         self._errors.labels(kind=kind).inc()
+
+    def storage_write_failed(self) -> None:
+        self._write_failures.inc()
 
     def summary_made(self) -> None:
         self._summaries.inc()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -119,19 +118,7 @@ async def test_healthz_is_503_when_the_database_does_not_answer(
         assert await get(port, "/healthz") == (200, "text/plain; charset=utf-8", "database: ok\n")
         await app.store.close()
         status, _, body = await get(port, "/healthz")
-        assert (status, body) == (503, "database: down\n")
-
-
-def non_loopback_address() -> str | None:
-    """This machine's address on its default route, if it has one (a UDP socket's connect
-    sends nothing)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("192.0.2.1", 9))
-        except OSError:
-            return None
-        address = str(probe.getsockname()[0])
-    return None if address.startswith("127.") or address == "0.0.0.0" else address
+        assert (status, body) == (503, "database: down (does not answer)\n")
 
 
 def listening_addresses() -> list[str]:
@@ -150,10 +137,6 @@ async def test_the_endpoint_listens_on_loopback_only_unless_http_host_says(
     ):
         assert port
         assert (await get(port, "/healthz"))[0] == 503
-        address = non_loopback_address()
-        if address is not None:
-            with pytest.raises(OSError):
-                socket.create_connection((address, port), timeout=2).close()
         listening = listening_addresses()
         assert f"0100007F:{port:04X}" in listening
         assert f"00000000:{port:04X}" not in listening

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import io
 import logging
+import sys
 from typing import Any
 
 import discord
@@ -18,6 +19,7 @@ from bot.discord_adapter.translate import conversation_for, is_pushpin, to_incom
 from bot.engine import Engine, Pending
 from bot.long_replies import ATTACHMENT_NAME, LongReply, shorten
 from bot.models import Conversation, IncomingMessage, Reply
+from bot.store.base import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +112,15 @@ class MemoryClient(discord.Client):
         incoming = await self._incoming(message)
         if incoming is None:
             return
+        try:
+            await self._take(message, incoming)
+        except StorageError as exc:
+            # Discord never delivers a message again: the person is told it was not kept.
+            notice = self._engine.storage_notice(incoming.conversation, exc)
+            if notice is not None:
+                await self._send(message, notice, incoming.conversation)
+
+    async def _take(self, message: discord.Message, incoming: IncomingMessage) -> None:
         if not incoming.addressed:
             if self._settings.record == "all":
                 await self._engine.handle_message(incoming)
@@ -192,4 +203,6 @@ class MemoryClient(discord.Client):
             log.debug("ignoring a pushpin on a message not in memory")
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        if isinstance(sys.exc_info()[1], StorageError):
+            return  # the store logged its cause in one line
         log.exception("Discord event %s failed", event_method)

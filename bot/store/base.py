@@ -22,6 +22,20 @@ from bot.models import (
 )
 
 
+class StorageError(Exception):
+    """The database refused a write (disk full, read-only, damaged): nothing was stored.
+
+    ``incident`` numbers the spells of failing writes: it moves on only after a write has
+    succeeded again, so a notice can be given once per spell.
+    """
+
+    def __init__(self, path: str, cause: str, *, incident: int) -> None:
+        super().__init__(f"cannot write to {path}: {cause}")
+        self.path = path
+        self.cause = cause
+        self.incident = incident
+
+
 @dataclass(frozen=True)
 class NewSummary:
     conversation_key: str

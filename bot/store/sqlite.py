@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
@@ -30,6 +32,7 @@ from bot.store.base import (
     ConversationInfo,
     Duplicate,
     NewSummary,
+    StorageError,
     TurnCost,
     UsageTotals,
 )
@@ -325,6 +328,30 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+log = logging.getLogger(__name__)
+
+
+def _file_id(path: str) -> tuple[int, int]:
+    status = os.stat(path)
+    return status.st_dev, status.st_ino
+
+
+def _file_problem(path: str, opened: tuple[int, int]) -> str | None:
+    """A database file (or its WAL) deleted or replaced under the open connection: what
+    it commits from then on is lost when the process ends."""
+    try:
+        if _file_id(path) != opened:
+            return f"{path} was replaced while open"
+    except OSError:
+        return f"{path} was deleted while open"
+    if not os.path.exists(f"{path}-wal"):
+        return f"{path}-wal was deleted while open: what is written since dies with the bot"
+    return None
+
+
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+
+
 def _open_reader(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     reader = sqlite3.connect(path, isolation_level=None)
     reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -395,6 +422,12 @@ class SqliteStore:
         self._reader: sqlite3.Connection | None = None  # opened once migrated (``open``)
         self.path = path
         self._write_lock = asyncio.Lock()
+        self.write_failure: str | None = None
+        """Why the last write failed; None once one succeeds."""
+        self._incident = 0
+        self.on_write_failure: Callable[[], None] = lambda: None
+        self._file_id: tuple[int, int] | None = None  # the file's device and inode
+        self._opened = False
         self._known: set[str] = set()
         self._rows = RowCache()
         self._turns = TurnCache(self._read)
@@ -403,14 +436,26 @@ class SqliteStore:
 
     @classmethod
     async def open(
-        cls, path: str, *, busy_timeout_ms: int = 5000, index: bool = True
+        cls,
+        path: str,
+        *,
+        busy_timeout_ms: int = 5000,
+        index: bool = True,
+        synchronous: Literal["full", "normal"] = "full",
     ) -> SqliteStore:
         """Open (and migrate) the database. ``index``: messages stored through this
         connection enter recall's search index (and those stored without it are indexed
-        now); off, storing a message does no indexing work at all (recall is off)."""
+        now); off, storing a message does no indexing work at all (recall is off).
+        ``synchronous``: full, every commit is on disk when it returns; normal, a power
+        loss can drop the last commits."""
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(f"cannot open database {path}: {exc.strerror}") from exc
         try:
+            # Refusals come from here: aiosqlite's thread outlives a failed connect.
+            sqlite3.connect(path).close()
             db = await aiosqlite.connect(path, isolation_level=None)
         except Exception as exc:
             raise DatabaseError(f"cannot open database {path}: {exc}") from exc
@@ -418,8 +463,11 @@ class SqliteStore:
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             journal = await db.execute_fetchall("PRAGMA journal_mode = WAL")
-            await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[synchronous]}")
             await db.execute("PRAGMA foreign_keys = ON")
+            damage = await store.integrity_check()
+            if damage != "ok":
+                raise DatabaseError(f"database {path} is damaged: {damage.splitlines()[0]}")
             await db.create_function("recall_text", 1, index_text, deterministic=True)
             await db.create_function("recall_terms", 1, document_terms, deterministic=True)
             await store._migrate()
@@ -427,17 +475,20 @@ class SqliteStore:
                 await store._index_new_messages()
             if path != ":memory:" and next(iter(journal))[0] == "wal":
                 store._reader = _open_reader(path, busy_timeout_ms)
-        except sqlite3.OperationalError as exc:
+                store._file_id = _file_id(path)
+        except (sqlite3.Error, StorageError) as exc:
             await db.close()
-            if "fts5" in str(exc):
+            cause = exc.cause if isinstance(exc, StorageError) else str(exc)
+            if "fts5" in cause:
                 raise DatabaseError(
                     f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, which recall's "
                     "search index needs; use a standard CPython build (or the Docker image)"
                 ) from exc
-            raise
+            raise DatabaseError(f"cannot open database {path}: {cause}") from exc
         except Exception:
             await db.close()
             raise
+        store._opened = True
         return store
 
     async def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
@@ -473,18 +524,49 @@ class SqliteStore:
             await self._db.execute(_INDEX_ON_INSERT)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[None]:
+    async def _writing(self) -> AsyncIterator[None]:
+        """Hold the write lock; a write SQLite refuses becomes :class:`StorageError`."""
         async with self._write_lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                await self._abandon()
+                raise self._failed(exc) from exc
+        if self.write_failure is not None:
+            log.warning("writes to %s succeed again", self.path)
+            self.write_failure = None
+
+    async def _abandon(self) -> None:
+        """Roll back what a failed statement left open (SQLite may keep a transaction open
+        when its commit fails), so that a later commit cannot carry it in."""
+        if self._db.in_transaction:
+            with suppress(sqlite3.Error):
+                await self._db.execute("ROLLBACK")
+
+    def _failed(self, exc: sqlite3.Error) -> StorageError:
+        cause = str(exc) or type(exc).__name__
+        if self.write_failure is None:
+            self._incident += 1
+        self.write_failure = cause
+        self.on_write_failure()
+        if self._opened:  # while opening, the caller names the failure itself
+            log.error("storage write to %s failed: %s", self.path, cause)
+        return StorageError(self.path, cause, incident=self._incident)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        async with self._writing():
             await self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
             except BaseException:
-                await self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    await self._db.execute("ROLLBACK")
                 raise
             await self._db.execute("COMMIT")
 
     async def _write(self, sql: str, params: Sequence[Any]) -> int:
-        async with self._write_lock:
+        async with self._writing():
             cursor = await self._db.execute(sql, params)
             return cursor.rowcount
 
@@ -518,7 +600,7 @@ class SqliteStore:
         importance: int = 0,
     ) -> StoredMessage:
         await self._ensure_conversation(conversation)
-        async with self._write_lock:
+        async with self._writing():
             cursor = await self._db.execute(
                 "INSERT INTO messages (conversation, reply_to, role, author_id, author_name,"
                 " content, tokens, platform_message_id, created_at, importance)"
@@ -821,7 +903,7 @@ class SqliteStore:
         self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
     ) -> Pin:
         created_at = time.time()
-        async with self._write_lock:
+        async with self._writing():
             row = await self._db.execute_insert(
                 "INSERT INTO pins (channel_key, text, tokens, author_id, author_name, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -863,7 +945,7 @@ class SqliteStore:
         self, *, person: Person, text: str, tokens: int, source: FactSource
     ) -> ProfileFact:
         created_at = time.time()
-        async with self._write_lock:
+        async with self._writing():
             row = await self._db.execute_insert(
                 "INSERT INTO profile_facts (platform, workspace, user_id, text, tokens, source,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -1141,6 +1223,14 @@ class SqliteStore:
         self._summaries.clear()
         return imported
 
+    async def health_problem(self) -> str | None:
+        """Why the database is not fit to keep messages right now, or None."""
+        if self.write_failure is not None:
+            return f"cannot write: {self.write_failure}"
+        if not await self.ping():
+            return "does not answer"
+        return None if self._file_id is None else _file_problem(self.path, self._file_id)
+
     async def ping(self) -> bool:
         """Whether the database answers a query."""
         try:
@@ -1148,6 +1238,11 @@ class SqliteStore:
         except Exception:
             return False
         return True
+
+    async def synchronous(self) -> str:
+        """How the writing connection syncs its commits: ``full``, ``normal`` (or ``off``)."""
+        rows = await self._db.execute_fetchall("PRAGMA synchronous")
+        return {0: "off", 1: "normal", 2: "full", 3: "extra"}[next(iter(rows))[0]]
 
     async def integrity_check(self) -> str:
         rows = await self._db.execute_fetchall("PRAGMA quick_check")
