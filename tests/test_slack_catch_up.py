@@ -236,3 +236,21 @@ def test_what_the_rate_limit_keeps_from_being_read_is_logged(
     assert f"1 conversation(s) not caught up: slack:{TEAM}:{CHANNEL}" in stderr
     assert "caught up 0 message(s)" in stderr
     assert "lost to the limit" not in [text for text, _ in bot.stored()]
+
+
+def test_catch_up_hours_zero_turns_it_off(
+    tmp_path: Path, llm_thread: FakeLLM, fake: FakeSlack
+) -> None:
+    bot = Bot(tmp_path, llm_thread, fake, hours=0)
+    bot.start()
+    bot.say("before", ts(-100))
+    wait_for(lambda: len(bot.stored()) == 1, "the live message")
+    bot.stop()
+    written_while_stopped(fake, ["not read back"], start=time.time() - 50)
+
+    bot.start()
+    bot.ask("anyone?", ts(0))
+    bot.stop()
+
+    assert [text for text, _ in bot.stored()] == ["before", "anyone?"]
+    assert not fake.called("conversations.history")
