@@ -254,3 +254,28 @@ def test_catch_up_hours_zero_turns_it_off(
 
     assert [text for text, _ in bot.stored()] == ["before", "anyone?"]
     assert not fake.called("conversations.history")
+
+
+def test_a_live_message_during_catch_up_is_stored_after_what_was_caught_up(
+    tmp_path: Path, llm_thread: FakeLLM, fake: FakeSlack
+) -> None:
+    bot = Bot(tmp_path, llm_thread, fake)
+    bot.start()
+    bot.say("before", ts(-100))
+    wait_for(lambda: len(bot.stored()) == 1, "the live message")
+    bot.stop()
+    written_while_stopped(fake, ["while away 1", "while away 2"], start=time.time() - 50)
+    fake.slow["conversations.history"] = 1.5
+
+    bot.start()
+    wait_for(lambda: "conversations.history" in fake.arrived, "the catch-up to begin")
+    bot.say("live during catch-up", ts(0))
+    wait_for(lambda: len(bot.stored()) == 4, "everything stored")
+    bot.stop()
+
+    assert [text for text, _ in bot.stored()] == [
+        "before",
+        "while away 1",
+        "while away 2",
+        "live during catch-up",
+    ]

@@ -2,6 +2,7 @@
 read back from each channel's history after its newest stored message and stored as if it had
 arrived, through the same translation as live messages, never answered.
 
+Only what was written before catch-up began is read: from then on messages arrive live.
 Live messages of a conversation being caught up wait (a bounded while) until its catch-up is
 stored, so memory keeps Discord's order.
 """
@@ -13,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import discord
@@ -64,6 +66,7 @@ async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
     message; log the count (one line, and per conversation at DEBUG)."""
     if settings.hours <= 0:
         return
+    until = discord.utils.utcnow()  # connected: what is written from now on arrives live
     since = time.time() - settings.hours * 3600
     newest = await client.engine.store.newest_messages(platform="discord", since=since)
     client.holds.hold(latest.conversation_key for latest in newest)
@@ -71,7 +74,7 @@ async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
     try:
         for latest in newest:
             try:
-                total += await _one(client, latest, settings.max_messages)
+                total += await _one(client, latest, until, settings.max_messages)
             except (discord.HTTPException, OSError, TimeoutError) as exc:
                 log.warning("discord catch-up in %s failed: %s", latest.conversation_key, exc)
             finally:
@@ -95,13 +98,14 @@ async def _channel(client: MemoryClient, conversation: Conversation) -> discord.
     return fetched
 
 
-async def _one(client: MemoryClient, latest: NewestMessage, limit: int) -> int:
+async def _one(client: MemoryClient, latest: NewestMessage, until: datetime, limit: int) -> int:
     """Catch one conversation up; how many messages were stored."""
     conversation = _conversation(latest.conversation_key)
     channel = await _channel(client, conversation)
     after = discord.Object(id=int(latest.message_id))
     # The newest first, one more than wanted to tell whether some were left.
-    found = [m async for m in channel.history(limit=limit + 1, after=after, oldest_first=False)]
+    history = channel.history(limit=limit + 1, after=after, before=until, oldest_first=False)
+    found = [m async for m in history]
     if len(found) > limit:
         log.warning(
             "discord catch-up in %s: more than %d written while stopped; the oldest were left",

@@ -7,6 +7,7 @@ each conversation is read in pages of at most 15, the most recently active conve
 first, the newest messages of each first; a 429 is waited out by the client's retry handler,
 and what could still not be read is logged.
 
+Only what was written before catch-up began is read: from then on messages arrive as events.
 A conversation is caught up under the listeners' ordering lock for that conversation: its live
 messages that arrive meanwhile are stored right after, so memory keeps the platform's order.
 """
@@ -50,13 +51,15 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     message; log the count (one line, and per conversation at DEBUG)."""
     if settings.hours <= 0:
         return
+    # Connected now: what is written from here on arrives as events.
+    until = f"{time.time():.6f}"
     since = time.time() - settings.hours * 3600
     newest = await listeners.engine.store.newest_messages(platform="slack", since=since)
     total = 0
     for index, latest in enumerate(newest):
         conversation = _conversation(latest.conversation_key)
         try:
-            outcome = await _one(listeners, conversation, latest, settings.max_messages)
+            outcome = await _one(listeners, conversation, latest, until, settings.max_messages)
         except SlackApiError as exc:
             error = exc.response.get("error")
             left = [n.conversation_key for n in newest[index:]]
@@ -75,11 +78,15 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
 
 
 async def _one(
-    listeners: Listeners, conversation: Conversation, latest: NewestMessage, limit: int
+    listeners: Listeners,
+    conversation: Conversation,
+    latest: NewestMessage,
+    until: str,
+    limit: int,
 ) -> Outcome:
     key = f"{conversation.workspace}:{conversation.channel}:{conversation.thread or ''}"
     async with listeners.ordering(key):
-        messages, more = await _read(listeners, conversation, latest.message_id, limit)
+        messages, more = await _read(listeners, conversation, latest.message_id, until, limit)
         stored = 0
         for message in sorted(messages, key=lambda m: float(m.get("ts") or 0)):
             stored += await _store(listeners, conversation, message)
@@ -88,22 +95,28 @@ async def _one(
 
 
 async def _read(
-    listeners: Listeners, conversation: Conversation, oldest: str, limit: int
+    listeners: Listeners, conversation: Conversation, oldest: str, latest: str, limit: int
 ) -> tuple[list[dict[str, Any]], bool]:
-    """Up to ``limit`` of the newest messages after ``oldest``; whether there were more."""
+    """Up to ``limit`` of the newest messages between ``oldest`` and ``latest``; whether
+    there were more."""
     messages: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
         page = min(PAGE, limit - len(messages))
         if conversation.thread is None:
             answer = await listeners.client.conversations_history(
-                channel=conversation.channel, oldest=oldest, limit=page, cursor=cursor
+                channel=conversation.channel,
+                oldest=oldest,
+                latest=latest,
+                limit=page,
+                cursor=cursor,
             )
         else:
             answer = await listeners.client.conversations_replies(
                 channel=conversation.channel,
                 ts=conversation.thread,
                 oldest=oldest,
+                latest=latest,
                 limit=page,
                 cursor=cursor,
             )

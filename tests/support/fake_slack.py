@@ -65,6 +65,10 @@ class FakeSlack:
         """(calls, seconds): each history method answers this many calls a window, then 429
         with ``Retry-After`` until the window ends."""
         self._windows: dict[str, tuple[float, int]] = {}
+        self.slow: dict[str, float] = {}
+        """Method → seconds it takes to answer."""
+        self.arrived: list[str] = []
+        """Methods called, as each call arrives (before it is answered)."""
         self._envelopes = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_ready = asyncio.Event()
@@ -229,6 +233,8 @@ class FakeSlack:
             self.calls.append(Call(f"{method}!ratelimited", params, headers))
             body = {"ok": False, "error": "ratelimited"}
             return web.json_response(body, status=429, headers={"Retry-After": str(limited)})
+        self.arrived.append(method)
+        await asyncio.sleep(self.slow.get(method, 0))
         if method == "users.info":
             await asyncio.sleep(self.delays.get(str(params.get("user")), 0))
         answer = self._answer(method, params)
@@ -253,7 +259,8 @@ class FakeSlack:
 
     def _read_history(self, method: str, params: JSON) -> JSON:
         """Newest first for a channel (its threads' replies left out), oldest first for a
-        thread (its root first); after ``oldest``, ``limit`` a page, ``cursor`` the offset."""
+        thread (its root first); between ``oldest`` and ``latest``, ``limit`` a page,
+        ``cursor`` the offset."""
         written = self.history.get(str(params.get("channel")), [])
         oldest = float(params.get("oldest") or 0)
         if method == "conversations.history":
@@ -261,7 +268,10 @@ class FakeSlack:
         else:
             root = str(params.get("ts"))
             found = [m for m in written if m.get("thread_ts", m["ts"]) == root]
-        found = [m for m in found if float(m["ts"]) > oldest or m["ts"] == params.get("ts")]
+        latest = float(params.get("latest") or "inf")
+        found = [
+            m for m in found if (oldest < float(m["ts"]) < latest) or m["ts"] == params.get("ts")
+        ]
         start = int(params.get("cursor") or 0)
         limit = int(params.get("limit") or 100)
         page = found[start : start + limit]
