@@ -134,6 +134,15 @@ class HttpConfig(_Section):
     """None: no endpoint; 0: any free port (tests)."""
 
 
+class CatchUpConfig(_Section):
+    """On start, what was written while the bot was stopped is fetched and stored, unanswered."""
+
+    hours: float = Field(default=24, ge=0)
+    """Conversations with a message stored in the last this many hours are caught up; 0: off."""
+    max_messages: int = Field(default=200, ge=1)
+    """At most this many messages per conversation (the most recent)."""
+
+
 class SlackMode(StrEnum):
     SOCKET = "socket"
     HTTP = "http"
@@ -207,6 +216,7 @@ class Config(_Section):
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
     http: HttpConfig = HttpConfig()
+    catch_up: CatchUpConfig = CatchUpConfig()
     slack: SlackConfig = SlackConfig()
     discord: DiscordConfig = DiscordConfig()
 

@@ -24,6 +24,7 @@ def test_the_reference_config_is_valid_and_documents_the_defaults() -> None:
     assert config.memory.profile_tokens == 300
     assert config.llm.chat_model and config.llm.summary_model
     assert config.llm.api_key is None
+    assert (config.catch_up.hours, config.catch_up.max_messages) == (24, 200)
 
 
 def test_environment_supplies_secrets_and_overrides_the_base_url(tmp_path: Path) -> None:
@@ -65,6 +66,11 @@ def test_recall_by_default_takes_a_share_any_budget_has_room_for(
         (
             "system_prompt: hi\nllm: {chat_model: a, summary_model: b, api_key: sk-x}\n",
             "llm.api_key: secrets are read from the environment, not the config file",
+        ),
+        (
+            "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+            "catch_up: {max_messages: 0}\n",
+            "catch_up.max_messages: Input should be greater than or equal to 1",
         ),
         ("system_prompt: hi\nllm: [unclosed\n", "not valid YAML (line 3)"),
         ("- a list\n", "the top level must be a mapping"),

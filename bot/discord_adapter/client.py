@@ -12,6 +12,7 @@ from typing import Any
 import discord
 
 from bot.config import DiscordConfig
+from bot.discord_adapter.catch_up import Holds
 from bot.discord_adapter.facts import facts_of, parent_of
 from bot.discord_adapter.render import split_message
 from bot.discord_adapter.slash import NO_MENTIONS, CommandRunner, build_tree
@@ -52,7 +53,21 @@ class MemoryClient(discord.Client):
         self._settings = settings
         self._answer_channels = frozenset(settings.answer_channels)
         self._parents: dict[int, asyncio.Future[int | None]] = {}
+        self.holds = Holds()
+        """Conversations being caught up on start: their live messages wait for it."""
         self.tree = build_tree(self, CommandRunner(engine=engine, settings=settings))
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @property
+    def settings(self) -> DiscordConfig:
+        return self._settings
+
+    @property
+    def answer_channels(self) -> frozenset[int]:
+        return self._answer_channels
 
     async def setup_hook(self) -> None:
         """Sync the slash commands: to the development server when one is configured."""
@@ -112,6 +127,7 @@ class MemoryClient(discord.Client):
         incoming = await self._incoming(message)
         if incoming is None:
             return
+        await self.holds.wait(incoming.conversation.key)
         try:
             await self._take(message, incoming)
         except StorageError as exc:

@@ -10,6 +10,7 @@ import discord
 import yarl
 
 from bot.config import DiscordConfig
+from bot.discord_adapter.catch_up import catch_up
 from bot.discord_adapter.client import MemoryClient
 from bot.engine import Engine
 from bot.platforms import PlatformError
@@ -48,6 +49,7 @@ class DiscordPlatform:
             engine=engine, settings=settings, guild_ready_timeout=guild_ready_timeout
         )
         self._running: asyncio.Task[None] | None = None
+        self._catch_up: asyncio.Task[None] | None = None
 
     @property
     def name(self) -> str:
@@ -70,6 +72,7 @@ class DiscordPlatform:
         ready = asyncio.create_task(self.client.wait_until_ready())
         await asyncio.wait({self._running, ready}, return_when=asyncio.FIRST_COMPLETED)
         if not self._running.done():
+            self._catch_up = asyncio.create_task(self._catch_up_now(), name="discord catch-up")
             return
         ready.cancel()
         error = self._running.exception()
@@ -78,7 +81,17 @@ class DiscordPlatform:
             raise PlatformError(MISSING_INTENT)
         raise PlatformError(f"Discord connection failed: {error!r}")
 
+    async def _catch_up_now(self) -> None:
+        try:
+            await catch_up(self.client, self.client.engine.config.catch_up)
+        except Exception:
+            log.exception("discord catch-up failed")
+
     async def stop(self) -> None:
+        if self._catch_up is not None:
+            self._catch_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._catch_up
         await self.client.close()
         if self._running is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):

@@ -239,6 +239,15 @@ class Listeners:
         if pending:
             await asyncio.wait(pending)
 
+    def background(self, work: Awaitable[None], name: str) -> None:
+        """Run ``work`` as a task that :meth:`settle` waits for and :meth:`aclose` ends."""
+        self._spawn(work, name)
+
+    def ordering(self, key: str) -> asyncio.Lock:
+        """The lock a conversation's messages are stored under, one at a time
+        (``key``: :func:`~bot.slack_adapter.translate.ordering_key`)."""
+        return self._order_lock(key)
+
     def _spawn(self, work: Awaitable[None], name: str) -> None:
         async def guarded() -> None:
             try:

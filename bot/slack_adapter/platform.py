@@ -16,6 +16,7 @@ from bot.config import SlackConfig, SlackMode
 from bot.engine import Engine
 from bot.platforms import PlatformError
 from bot.slack_adapter.app import Identity, Listeners, build_app, identify
+from bot.slack_adapter.catch_up import catch_up
 from bot.slack_adapter.gate import Gate
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,9 @@ class SlackPlatform:
         else:
             self._socket = await self._open_socket(app, client)
         self._connected = True
+        self.listeners.background(
+            catch_up(self.listeners, self.engine.config.catch_up), "slack catch-up"
+        )
 
     async def _open_socket(self, app: AsyncApp, client: AsyncWebClient) -> AsyncSocketModeHandler:
         """Connect in Socket Mode. The first websocket URL is asked for here, so a refused app

@@ -68,6 +68,15 @@ class ConversationInfo:
     last_message_at: float | None
 
 
+@dataclass(frozen=True)
+class NewestMessage:
+    """A conversation's newest stored message from a person, as its platform names it."""
+
+    conversation_key: str
+    message_id: str
+    created_at: float
+
+
 @dataclass(frozen=True, slots=True)
 class TurnCost:
     """A turn as choosing a prompt's turns sees it: no text, only what fitting it takes."""
@@ -217,6 +226,11 @@ class Store(Protocol):
         ...
 
     async def last_message_id(self, *, conversation_key: str) -> int | None: ...
+
+    async def newest_messages(self, *, platform: str, since: float) -> Sequence[NewestMessage]:
+        """Per conversation of ``platform`` that has a person's message with a platform id
+        stored at ``since`` or later: the newest such message, most recent first."""
+        ...
 
     async def count_messages(self, *, conversation_key: str) -> int: ...
 

@@ -31,6 +31,7 @@ from bot.store.base import (
     Calibration,
     ConversationInfo,
     Duplicate,
+    NewestMessage,
     NewSummary,
     StorageError,
     TurnCost,
@@ -704,6 +705,17 @@ class SqliteStore:
         )
         self._rows.drop(conversation_key, platform_id=message_id)
         return changed > 0
+
+    async def newest_messages(self, *, platform: str, since: float) -> Sequence[NewestMessage]:
+        # SQLite takes the bare columns from the row holding MAX(created_at).
+        rows = await self._read(
+            "SELECT conversation, platform_message_id, MAX(created_at) FROM messages"
+            " WHERE role = 'user' AND platform_message_id IS NOT NULL AND created_at >= ?"
+            " AND substr(conversation, 1, ?) = ?"
+            " GROUP BY conversation ORDER BY MAX(created_at) DESC",
+            (since, len(platform) + 1, f"{platform}:"),
+        )
+        return [NewestMessage(str(key), str(mid), float(at)) for key, mid, at in rows]
 
     async def find_message(self, *, conversation_key: str, message_id: str) -> StoredMessage | None:
         rows = await self._read(

@@ -13,6 +13,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ EVERYONE_PERMISSIONS = discord.Permissions(
     read_message_history=True,
     use_application_commands=True,
 ).value
-_ids = itertools.count(1_300_000_000_000_000_000)
+_last = [1_300_000_000_000_000_000]
 FILES = web.RequestKey("files", list)
 """A request's attachments, (file name, content) pairs."""
 
@@ -50,8 +51,15 @@ async def eventually(condition: Callable[[], bool | Awaitable[bool]], within: fl
             await asyncio.sleep(0.01)
 
 
+_DISCORD_EPOCH_MS = 1_420_070_400_000
+
+
 def snowflake() -> str:
-    return str(next(_ids))
+    """A new id, later than any before, that says the time it was made (as Discord's do:
+    discord.py reads a message's time from its id)."""
+    now = (int(time.time() * 1000) - _DISCORD_EPOCH_MS) << 22
+    _last[0] = max(now, _last[0] + 1)
+    return str(_last[0])
 
 
 def user_payload(
@@ -271,6 +279,8 @@ class FakeDiscord:
         self._rate_limit: re.Pattern[str] | None = None
         self._ws: web.WebSocketResponse | None = None
         self._seq = itertools.count(1)
+        self.history: dict[int, list[JSON]] = {}
+        """Channel (or thread) id → its messages, oldest first: what the messages route reads."""
         self._runner: web.AppRunner | None = None
         self.url = ""
         self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
@@ -395,8 +405,15 @@ class FakeDiscord:
             payload["referenced_message"] = reply_to
         return payload
 
-    async def say(self, author: Person, content: str, **kw: Any) -> JSON:
+    def write(self, author: Person, content: str, **kw: Any) -> JSON:
+        """A message someone wrote while no gateway event reaches the bot: only the
+        channel's history has it."""
         payload = self.message(author, content, **kw)
+        self.history.setdefault(int(payload["channel_id"]), []).append(payload)
+        return payload
+
+    async def say(self, author: Person, content: str, **kw: Any) -> JSON:
+        payload = self.write(author, content, **kw)
         await self.dispatch("MESSAGE_CREATE", payload)
         return payload
 
@@ -565,6 +582,7 @@ class FakeDiscord:
             (r"PUT /applications/\d+/guilds/(\d+)/commands", lambda r, b, g: self._sync(g, b)),
             (r"GET /channels/(\d+)", self._channel),
             (r"POST /channels/(\d+)/messages", self._send),
+            (r"GET /channels/(\d+)/messages", self._history),
             (r"POST /channels/(\d+)/typing", self._typing),
             (r"POST /interactions/(\d+)/([^/]+)/callback", self._callback),
             (r"POST /webhooks/\d+/([^/]+)", self._followup),
@@ -642,7 +660,23 @@ class FakeDiscord:
             return self._json({"message": "Missing Permissions", "code": 50013}, 403)
         message = self._message_out(channel_id, body)
         self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message, files))
+        self.history.setdefault(int(channel_id), []).append(message)
         return self._json(message)
+
+    def _history(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
+        """Newest first, as Discord answers: with ``after`` (and no ``before``) the ``limit``
+        messages right after it, else the ``limit`` newest before ``before``."""
+        query = request.query
+        after, before = int(query.get("after", 0)), query.get("before")
+        limit = int(query.get("limit", 50))
+        found = [
+            m
+            for m in self.history.get(int(channel_id), [])
+            if int(m["id"]) > after and (before is None or int(m["id"]) < int(before))
+        ]
+        found.sort(key=lambda m: int(m["id"]))
+        page = found[:limit] if "after" in query and before is None else found[-limit:]
+        return self._json(list(reversed(page)))
 
     def _typing(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
         self.typing.append(int(channel_id))

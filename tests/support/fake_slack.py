@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -24,6 +25,7 @@ T = TypeVar("T")
 TEAM = "T1"
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
+_HISTORY_METHODS = ("conversations.history", "conversations.replies")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,17 @@ class FakeSlack:
         self.delays: dict[str, float] = {}
         """User id → seconds ``users.info`` takes for them."""
         self._ts = itertools.count(1)
+        self.history: dict[str, list[JSON]] = {}
+        """Channel id → the messages written in it (threads' replies too), oldest first: what
+        ``conversations.history`` and ``conversations.replies`` read."""
+        self.history_limit: tuple[int, float] | None = None
+        """(calls, seconds): each history method answers this many calls a window, then 429
+        with ``Retry-After`` until the window ends."""
+        self._windows: dict[str, tuple[float, int]] = {}
+        self.slow: dict[str, float] = {}
+        """Method → seconds it takes to answer."""
+        self.arrived: list[str] = []
+        """Methods called, as each call arrives (before it is answered)."""
         self._envelopes = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_ready = asyncio.Event()
@@ -92,6 +105,10 @@ class FakeSlack:
     def fail(self, method: str, *failures: Failure) -> None:
         """Answer the next calls of ``method`` with these failures, in order."""
         self._failures.setdefault(method, deque()).extend(failures)
+
+    def write(self, channel: str, message: JSON) -> None:
+        """A message someone wrote while no event reaches the bot: only history has it."""
+        self.history.setdefault(channel, []).append(dict(message))
 
     def called(self, method: str) -> list[JSON]:
         return [call.params for call in self.calls if call.method == method]
@@ -229,6 +246,13 @@ class FakeSlack:
             extra = {} if failure.retry_after is None else {"Retry-After": str(failure.retry_after)}
             body = {"ok": False, "error": failure.error}
             return web.json_response(body, status=failure.status, headers=extra)
+        limited = self._rate_limited(method)
+        if limited is not None:
+            self.calls.append(Call(f"{method}!ratelimited", params, headers))
+            body = {"ok": False, "error": "ratelimited"}
+            return web.json_response(body, status=429, headers={"Retry-After": str(limited)})
+        self.arrived.append(method)
+        await asyncio.sleep(self.slow.get(method, 0))
         if method == "users.info":
             await asyncio.sleep(self.delays.get(str(params.get("user")), 0))
         answer = self._answer(method, params)
@@ -237,7 +261,45 @@ class FakeSlack:
         self.calls.append(Call(method, params, headers))
         return web.json_response({"ok": True, **answer})
 
+    def _rate_limited(self, method: str) -> int | None:
+        """Seconds to wait when ``history_limit`` refuses this call, else None."""
+        if self.history_limit is None or method not in _HISTORY_METHODS:
+            return None
+        calls, window = self.history_limit
+        now = time.monotonic()
+        started, used = self._windows.get(method, (now, 0))
+        if now - started >= window:
+            started, used = now, 0
+        if used >= calls:
+            return max(1, math.ceil(window - (now - started)))
+        self._windows[method] = (started, used + 1)
+        return None
+
+    def _read_history(self, method: str, params: JSON) -> JSON:
+        """Newest first for a channel (its threads' replies left out), oldest first for a
+        thread (its root first); between ``oldest`` and ``latest``, ``limit`` a page,
+        ``cursor`` the offset."""
+        written = self.history.get(str(params.get("channel")), [])
+        oldest = float(params.get("oldest") or 0)
+        if method == "conversations.history":
+            found = [m for m in reversed(written) if m.get("thread_ts") in (None, m["ts"])]
+        else:
+            root = str(params.get("ts"))
+            found = [m for m in written if m.get("thread_ts", m["ts"]) == root]
+        latest = float(params.get("latest") or "inf")
+        found = [
+            m for m in found if (oldest < float(m["ts"]) < latest) or m["ts"] == params.get("ts")
+        ]
+        start = int(params.get("cursor") or 0)
+        limit = int(params.get("limit") or 100)
+        page = found[start : start + limit]
+        more = start + limit < len(found)
+        metadata = {"next_cursor": str(start + limit) if more else ""}
+        return {"messages": page, "has_more": more, "response_metadata": metadata}
+
     def _answer(self, method: str, params: JSON) -> JSON:
+        if method in _HISTORY_METHODS:
+            return self._read_history(method, params)
         if method == "auth.test":
             return {"user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "memorybot"}
         if method == "apps.connections.open":
