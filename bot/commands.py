@@ -19,7 +19,7 @@ from bot.models import (
     Reply,
     ReplyKind,
 )
-from bot.store.base import UsageTotals
+from bot.store.base import StorageError, UsageTotals
 
 Handler = Callable[[Engine, CommandCall], Awaitable[Reply]]
 
@@ -354,7 +354,13 @@ async def run_command(engine: Engine, call: CommandCall) -> Reply:
         return _error(f"Unknown command /{call.name}. Commands: {names}.")
     if spec.admin and not call.can_manage:
         return _error(f"Only channel admins can use /{spec.name}.")
-    return await spec.handler(engine, call)
+    try:
+        return await spec.handler(engine, call)
+    except StorageError:  # the store logged the cause; the person learns nothing was kept
+        return _error(
+            f"/{spec.name} could not be saved: the bot's storage is failing; "
+            "an operator has been told."
+        )
 
 
 def parse_command_line(line: str) -> tuple[str, str] | None:

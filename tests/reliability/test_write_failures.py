@@ -211,6 +211,11 @@ def test_a_refused_write_is_told_once_shown_by_health_counted_and_recovers(
         status, body = bot.health()
         assert status == 503
         assert body.startswith("database: down (cannot write: "), body
+        if fault != "damaged page":  # the damage is to the messages table; pins still work
+            pin = fake.command(BO, "pin", {"text": "Use UTC"}, channel_id=GENERAL, guild_id=GUILD)
+            fake.call(pin)
+            bot.wait_for(lambda: len(fake.followups) == 1)
+            assert "storage is failing" in fake.followups[0]["content"]
         undo()
         bot.say("back")
         bot.wait_for(lambda: fake.sent[-1].content == "echo: [Bo] back")
@@ -228,6 +233,9 @@ def test_a_refused_write_is_told_once_shown_by_health_counted_and_recovers(
     # reuses and fail on its answer: that message is kept, unanswered, and told.
     assert kept[0] == "hello" and kept[-2:] == ["back", "again"], kept
     assert "lost 2" not in kept
+    if fault != "damaged page":
+        with sqlite3.connect(bot.db) as db:
+            assert db.execute("SELECT COUNT(*) FROM pins").fetchone()[0] == 0
 
 
 def test_bot_chat_tells_once_that_its_messages_are_not_kept(
