@@ -337,15 +337,20 @@ def _file_id(path: str) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def _file_problem(path: str, opened: tuple[int, int]) -> str | None:
+def _file_problem(path: str, opened: tuple[int, int], wal: tuple[int, int] | None) -> str | None:
     """A database file (or its WAL) deleted or replaced under the open connection: what
-    it commits from then on is lost when the process ends."""
+    it commits from then on is lost when the process ends. A WAL deleted under the bot may be
+    made anew by a connection's first read, so the WAL is told by its inode, not its name."""
     try:
         if _file_id(path) != opened:
             return f"{path} was replaced while open"
     except OSError:
         return f"{path} was deleted while open"
-    if not os.path.exists(f"{path}-wal"):
+    try:
+        same_wal = wal is None or _file_id(f"{path}-wal") == wal
+    except OSError:
+        same_wal = False
+    if not same_wal:
         return f"{path}-wal was deleted while open: what is written since dies with the bot"
     return None
 
@@ -428,6 +433,7 @@ class SqliteStore:
         self._incident = 0
         self.on_write_failure: Callable[[], None] = lambda: None
         self._file_id: tuple[int, int] | None = None  # the file's device and inode
+        self._wal_id: tuple[int, int] | None = None  # and its WAL's
         self._opened = False
         self._known: set[str] = set()
         self._rows = RowCache()
@@ -477,6 +483,8 @@ class SqliteStore:
             if path != ":memory:" and next(iter(journal))[0] == "wal":
                 store._reader = _open_reader(path, busy_timeout_ms)
                 store._file_id = _file_id(path)
+                with suppress(OSError):  # a read in WAL mode has made it
+                    store._wal_id = _file_id(f"{path}-wal")
         except (sqlite3.Error, StorageError) as exc:
             await db.close()
             cause = exc.cause if isinstance(exc, StorageError) else str(exc)
@@ -1241,7 +1249,9 @@ class SqliteStore:
             return f"cannot write: {self.write_failure}"
         if not await self.ping():
             return "does not answer"
-        return None if self._file_id is None else _file_problem(self.path, self._file_id)
+        return (
+            None if self._file_id is None else _file_problem(self.path, self._file_id, self._wal_id)
+        )
 
     async def ping(self) -> bool:
         """Whether the database answers a query."""
