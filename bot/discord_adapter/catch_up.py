@@ -56,11 +56,6 @@ class Holds:
                 await asyncio.wait_for(done.wait(), HOLD_SECONDS)
 
 
-def _conversation(key: str) -> Conversation:
-    platform, workspace, channel, *thread = key.split(":")
-    return Conversation(platform, workspace, channel, thread[0] if thread else None)
-
-
 async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
     """Store what was written in each recently active conversation since its newest stored
     message; log the count (one line, and per conversation at DEBUG)."""
@@ -100,7 +95,7 @@ async def _channel(client: MemoryClient, conversation: Conversation) -> discord.
 
 async def _one(client: MemoryClient, latest: NewestMessage, until: datetime, limit: int) -> int:
     """Catch one conversation up; how many messages were stored."""
-    conversation = _conversation(latest.conversation_key)
+    conversation = Conversation.from_key(latest.conversation_key)
     channel = await _channel(client, conversation)
     after = discord.Object(id=int(latest.message_id))
     # The newest first, one more than wanted to tell whether some were left.

@@ -41,11 +41,6 @@ class Outcome:
     """Why some of what was written could not be read, if so."""
 
 
-def _conversation(key: str) -> Conversation:
-    platform, workspace, channel, *thread = key.split(":")
-    return Conversation(platform, workspace, channel, thread[0] if thread else None)
-
-
 async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     """Store what was written in each recently active conversation since its newest stored
     message; log the count (one line, and per conversation at DEBUG)."""
@@ -57,7 +52,7 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     newest = await listeners.engine.store.newest_messages(platform="slack", since=since)
     total = 0
     for index, latest in enumerate(newest):
-        conversation = _conversation(latest.conversation_key)
+        conversation = Conversation.from_key(latest.conversation_key)
         try:
             outcome = await _one(listeners, conversation, latest, until, settings.max_messages)
         except SlackApiError as exc:
