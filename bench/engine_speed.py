@@ -1,9 +1,9 @@
 """Per-turn cost of storing a message and building its prompt, by history size.
 
-The issue's target: at histories of 100, 10,000 and 100,000 messages with an 8,000-token
-budget, one turn (``Engine.record`` + ``Assembler.build``, as ``Engine.handle_message`` does
-them, without the model call) takes under 2 ms at 100,000 messages and no more than 1.5x its
-cost at 100 messages.
+What it shows: how one turn (``Engine.record`` + ``Assembler.build``, as
+``Engine.handle_message`` does them, without the model call) costs at histories of 100, 10,000
+and 100,000 messages with an 8,000-token budget, i.e. whether the cost stays flat as the
+history grows. The targets and the latest figures are in ``bench/RESULTS.md``.
 
 For each size: a fresh SQLite file in a temporary folder, wired by :func:`bot.app.open_app`
 (the endpoint is a dummy; nothing is sent), pre-filled through the engine's own API
@@ -616,7 +616,7 @@ async def measure(results: Sequence[Result], args: argparse.Namespace) -> None:
     (alternating direction), one turn each per round, so that a slow spell of a shared
     machine lands on every size alike rather than on one. Values are measured one after the
     other, not interleaved: a bot runs one configuration, and interleaved, each value's turns
-    were slowed by the other's (recall's search fills the processor's caches with its index)."""
+    would be slowed by the other's (recall's search fills the processor's caches with its index)."""
     for recall_tokens in args.recall_tokens:
         group = [result for result in results if result.recall_tokens == recall_tokens]
         for number in range(args.warmup + args.turns):

@@ -2,7 +2,7 @@
 
 Several hundred turns of team chatter (``bench/engine_speed.py``'s generator), with facts
 planted early on: some pinned, most said only once. Probe questions come last. Run from the
-repository root: ``python bench/make_transcripts.py``. Format: README, *Forgetting probe*.
+repository root: ``python bench/make_transcripts.py``. Format: ``docs/evaluation.md``.
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ little, and scoring every message that holds it would cost a long scan each turn
 SCORED_DOCS = 400
 """About how many stored messages one search may score: the rarest terms are searched for
 first, and a term is left out once the messages holding it would pass this (the rarest is
-always searched). bm25 costs about a microsecond per matching message, and the terms left
-out are the commonest, which weigh least in it."""
+always searched). Scoring costs grow with the matching messages, and the terms left out are
+the commonest, which weigh least in bm25."""
 COMMON_RECHECK = 256
 """Searches after which the terms found common are looked up again (deleting messages, as a
 reset does, can make a common term rare again); until then a query's common terms are known

@@ -414,9 +414,8 @@ class SqliteStore:
     another task's statements on the shared connection.
 
     The reads a prompt needs (pins, summary, the window's costs, a few rows by index, recall's
-    search) take microseconds in SQLite, while handing a statement to aiosqlite's thread and
-    getting its result back takes about a tenth of a millisecond; so they run at once, on the
-    event loop's thread, through the second connection (``_read``). WAL lets it read every
+    search) are shorter than a round trip through aiosqlite's thread, so they run at once, on
+    the event loop's thread, through the second connection (``_read``). WAL lets it read every
     committed write without waiting for a writer. Reads that can be long (whole histories,
     exports, counts, vectors) and every write stay on the aiosqlite connection. A database
     that is not in WAL mode (or ``:memory:``) has no second connection: everything goes

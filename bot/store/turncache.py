@@ -1,15 +1,14 @@
 """Each conversation's newest turns, by cost, kept in memory between prompts.
 
 Choosing a prompt's turns needs, for the newest turns of a conversation, which messages each
-holds, what they cost and whether one is important: about two hundred index entries for a
-full 8,000-token prompt. SQLite finds them in microseconds, but handing each row to Python
-costs about a microsecond, more than the rest of the choice, and consecutive prompts share
-nearly all of them. So the store keeps them here, grouped into turns, and brings them up to
-date before each prompt with one statement (one snapshot): the messages stored since (ids only
-grow) and those edited or deleted since, which the database journals in ``message_changes``
-by trigger, so that a change made by another process is seen like one made here. A reset, an
-import or a recount journals one entry for the whole conversation, which is then read again
-from scratch.
+holds, what they cost and whether one is important: about two hundred index entries for a full
+8,000-token prompt. Handing those rows to Python costs more than the choice itself, and
+consecutive prompts share nearly all of them. So the store keeps them here, grouped into turns,
+and brings them up to date before each prompt with one statement (one snapshot): the messages
+stored since (ids only grow) and those edited or deleted since, which the database journals in
+``message_changes`` by trigger, so that a change made by another process is seen like one made
+here. A reset, an import or a recount journals one entry for the whole conversation, which is
+then read again from scratch.
 
 Per conversation, every message from some id (``low``) to the newest is held, so the turns
 that begin at or after ``low`` are complete (a turn's messages never come before its first).
@@ -31,7 +30,7 @@ from bot.store.base import TurnCost
 Read = Callable[[str, dict[str, Any]], Awaitable[list[Any]]]
 
 MAX_ROWS = 200_000
-"""Index entries held in all (some 40 MB); past it, the conversations used least recently go."""
+"""Index entries held in all; past it, the conversations used least recently go."""
 SLACK_TURNS = 64
 """Complete turns kept below the oldest one the last prompt looked at."""
 BATCH = 256
