@@ -7,6 +7,7 @@ import asyncio
 import os
 import sqlite3
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -51,6 +52,18 @@ def _parser() -> argparse.ArgumentParser:
         "--user", default=os.environ.get("USER") or "you", type=_utf8, help="your name"
     )
     commands.add_parser("run", parents=[common], help="connect every platform enabled in config")
+    manifest = commands.add_parser(
+        "slack-manifest",
+        help="print the Slack app manifest (YAML) for the bot's commands",
+        description="Print the Slack app manifest: Socket Mode, or with --request-url, HTTP"
+        " mode with every request (events, interactivity, slash commands) sent to URL.",
+    )
+    manifest.add_argument(
+        "--request-url",
+        metavar="URL",
+        type=_request_url,
+        help="the public https URL of the bot's /slack/events (HTTP mode)",
+    )
     commands.add_parser(
         "doctor", parents=[common], help="check config, database and model endpoints"
     )
@@ -148,8 +161,23 @@ def _channel_name(value: str) -> str:
     return value
 
 
+def _request_url(value: str) -> str:
+    """Slack sends requests only to https URLs."""
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            "Slack needs an https URL, e.g. https://bot.example.com/slack/events"
+        )
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "slack-manifest":  # needs no configuration
+        from bot.slack_adapter.manifest import manifest_yaml
+
+        print(manifest_yaml(args.request_url), end="")
+        return EXIT_OK
     path = config_path(getattr(args, "config", None), os.environ)
     try:
         config = load_config(path)
