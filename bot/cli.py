@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from bot import __version__
 from bot.app import App, open_app
-from bot.config import Config, ConfigError, Strategy, config_path, load_config
+from bot.config import Config, ConfigError, Strategy, config_files, config_path, load_config
 from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help="config file (default: $BOT_CONFIG, else ./config.yaml)",
+        help="config file, or several separated by ':' (default: $BOT_CONFIG, else"
+        " ./config.yaml); NAME.local.yaml beside the first is merged over them",
     )
     parser = argparse.ArgumentParser(
         prog="bot",
@@ -51,7 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--user", default=os.environ.get("USER") or "you", type=_utf8, help="your name"
     )
-    commands.add_parser("run", parents=[common], help="connect every platform enabled in config")
+    run = commands.add_parser(
+        "run", parents=[common], help="connect every platform enabled in config"
+    )
+    run.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the configuration bot run would use, and exit (0: valid)",
+    )
     manifest = commands.add_parser(
         "slack-manifest",
         help="print the Slack app manifest (YAML) for the bot's commands",
@@ -184,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "run" and args.check:
+        files = " + ".join(str(file) for file in config_files(path))
+        print(f"config ok: {files}")
+        return EXIT_OK
     setup_logging(
         config.logging.level,
         os.environ,
