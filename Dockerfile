@@ -26,20 +26,24 @@ FROM python:3.11-slim-bookworm
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     TIKTOKEN_CACHE_DIR=/opt/tiktoken \
-    BOT_CONFIG=/etc/bot/config.yaml
+    BOT_CONFIG=/etc/bot/config.yaml:/etc/bot/docker.yaml
+# /backups: owned by the bot, so a new volume mounted there is writable by it.
 RUN groupadd --system --gid 10001 bot \
     && useradd --system --uid 10001 --gid bot --home-dir /data --no-create-home bot \
-    && mkdir /data \
-    && chown bot:bot /data
+    && mkdir /data /backups \
+    && chown bot:bot /data /backups
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/tiktoken /opt/tiktoken
-# The reference config; mount your own over it (docker-compose.yml does).
+# The reference config, then the image's settings (health endpoint on); your
+# /etc/bot/config.local.yaml, when mounted (docker-compose.yml does), is merged over both.
 COPY config.yaml /etc/bot/config.yaml
+COPY docker/config.yaml /etc/bot/docker.yaml
 # storage.path `data/bot.sqlite3` is relative to the working directory: /data/bot.sqlite3.
 WORKDIR /
-VOLUME /data
+VOLUME ["/data", "/backups"]
 USER 10001:10001
-EXPOSE 9090
+# 9090: /healthz and /metrics; 3000: Slack's requests in slack.mode http.
+EXPOSE 9090 3000
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 CMD ["bot", "health"]
 ENTRYPOINT ["bot"]
 CMD ["run"]

@@ -7,6 +7,7 @@ import asyncio
 import os
 import sqlite3
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 
 from bot import __version__
 from bot.app import App, open_app
-from bot.config import Config, ConfigError, Strategy, config_path, load_config
+from bot.config import Config, ConfigError, Strategy, config_files, config_path, load_config
 from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
@@ -32,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help="config file (default: $BOT_CONFIG, else ./config.yaml)",
+        help="config file, or several separated by ':' (default: $BOT_CONFIG, else"
+        " ./config.yaml); NAME.local.yaml beside the first is merged over them",
     )
     parser = argparse.ArgumentParser(
         prog="bot",
@@ -50,7 +52,26 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--user", default=os.environ.get("USER") or "you", type=_utf8, help="your name"
     )
-    commands.add_parser("run", parents=[common], help="connect every platform enabled in config")
+    run = commands.add_parser(
+        "run", parents=[common], help="connect every platform enabled in config"
+    )
+    run.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the configuration bot run would use, and exit (0: valid)",
+    )
+    manifest = commands.add_parser(
+        "slack-manifest",
+        help="print the Slack app manifest (YAML) for the bot's commands",
+        description="Print the Slack app manifest: Socket Mode, or with --request-url, HTTP"
+        " mode with every request (events, interactivity, slash commands) sent to URL.",
+    )
+    manifest.add_argument(
+        "--request-url",
+        metavar="URL",
+        type=_request_url,
+        help="the public https URL of the bot's /slack/events (HTTP mode)",
+    )
     commands.add_parser(
         "doctor", parents=[common], help="check config, database and model endpoints"
     )
@@ -148,14 +169,33 @@ def _channel_name(value: str) -> str:
     return value
 
 
+def _request_url(value: str) -> str:
+    """Slack sends requests only to https URLs."""
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            "Slack needs an https URL, e.g. https://bot.example.com/slack/events"
+        )
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "slack-manifest":  # needs no configuration
+        from bot.slack_adapter.manifest import manifest_yaml
+
+        print(manifest_yaml(args.request_url), end="")
+        return EXIT_OK
     path = config_path(getattr(args, "config", None), os.environ)
     try:
         config = load_config(path)
     except ConfigError as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "run" and args.check:
+        files = " + ".join(str(file) for file in config_files(path))
+        print(f"config ok: {files}")
+        return EXIT_OK
     setup_logging(
         config.logging.level,
         os.environ,

@@ -240,9 +240,84 @@ def config_path(cli_value: str | None, env: Mapping[str, str]) -> Path:
     return DEFAULT_CONFIG_PATH
 
 
+def config_files(path: Path) -> list[Path]:
+    """The files read, each merged over the one before: ``path`` may list several, separated
+    by ``:`` (the image's reference, then its own settings); then the untracked
+    ``config.local.yaml`` beside the first (``<name>.local.yaml`` beside ``<name>.yaml``),
+    when there is one: the user's settings, which ``git pull`` never touches."""
+    files = [Path(part) for part in str(path).split(os.pathsep) if part] or [DEFAULT_CONFIG_PATH]
+    local = files[0].with_name(f"{files[0].stem}.local{files[0].suffix}")
+    return [*files, local] if local.exists() and local not in files else files
+
+
 def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
-    """Read, validate and complete the config with secrets from ``env``."""
+    """Read :func:`config_files`, merge them, validate and complete the config with secrets
+    from ``env``. An error that a file merged over the first brings in names that file."""
     env = os.environ if env is None else env
+    first, *overlays = config_files(path)
+    raw = read_config_file(first)
+    _reject_secrets(raw, prefix="")
+    layers = [raw]
+    for overlay in overlays:
+        layer = read_config_file(overlay)
+        try:
+            _reject_secrets(layer, prefix="")
+        except ConfigError as exc:
+            raise ConfigError(f"{overlay}: {exc}") from None
+        layers.append(layer)
+        raw = _merged(raw, layer)
+    try:
+        return parse_config(raw, env)
+    except ConfigError as exc:
+        culprit = _bringer(layers, env, str(exc))
+        if culprit == 0:
+            raise
+        raise ConfigError(f"{overlays[culprit - 1]}: {exc}") from None
+
+
+def _bringer(layers: list[dict[str, Any]], env: Mapping[str, str], error: str) -> int:
+    """The index of the layer that brought ``error``: the last one setting the dotted key it
+    names, else the first whose merge gives it."""
+    key = error.partition(":")[0].split(".")
+    for index in reversed(range(len(layers))):
+        if _sets(layers[index], key):
+            return index
+    raw: dict[str, Any] = {}
+    for index, layer in enumerate(layers):
+        raw = _merged(raw, layer)
+        try:
+            parse_config(raw, env)
+        except ConfigError as exc:
+            if str(exc) == error:
+                return index
+    return len(layers) - 1
+
+
+def _sets(layer: Any, key: list[str]) -> bool:
+    for part in key:
+        if isinstance(layer, dict) and part in layer:
+            layer = layer[part]
+        elif isinstance(layer, list) and part.isdigit() and int(part) < len(layer):
+            layer = layer[int(part)]
+        else:
+            return False
+    return True
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``base``: mappings key by key, anything else replaced."""
+    merged = dict(base)
+    for key, value in over.items():
+        below = merged.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            merged[key] = _merged(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """One config file's top-level mapping (empty for an empty file)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -259,8 +334,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys")
-    _reject_secrets(raw, prefix="")
-    return parse_config(raw, env)
+    return raw
 
 
 def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
