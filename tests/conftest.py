@@ -104,7 +104,8 @@ def _fewer_examples(item: pytest.Item) -> None:
     test = getattr(item, "obj", None)
     chosen = getattr(test, "_hypothesis_internal_use_settings", None)  # hypothesis keeps it so
     if chosen is not None and chosen.max_examples > _FAST_EXAMPLES:
-        test._hypothesis_internal_use_settings = settings(chosen, max_examples=_FAST_EXAMPLES)  # type: ignore[union-attr]
+        fewer = settings(chosen, max_examples=_FAST_EXAMPLES)
+        test._hypothesis_internal_use_settings = fewer  # type: ignore[union-attr]
 
 
 def _note_spawn(event: str, args: tuple[Any, ...]) -> None:
