@@ -26,7 +26,7 @@ FROM python:3.11-slim-bookworm
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     TIKTOKEN_CACHE_DIR=/opt/tiktoken \
-    BOT_CONFIG=/etc/bot/config.yaml
+    BOT_CONFIG=/config.yaml
 RUN groupadd --system --gid 10001 bot \
     && useradd --system --uid 10001 --gid bot --home-dir /data --no-create-home bot \
     && mkdir /data \
@@ -34,8 +34,8 @@ RUN groupadd --system --gid 10001 bot \
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/tiktoken /opt/tiktoken
 # The reference config; mount your own over it (docker-compose.yml does).
-COPY config.yaml /etc/bot/config.yaml
-# storage.path `data/bot.sqlite3` is relative to the working directory: /data/bot.sqlite3.
+# storage.path `data/bot.sqlite3` is relative to the config file's folder: /data/bot.sqlite3.
+COPY config.yaml /config.yaml
 WORKDIR /
 VOLUME /data
 USER 10001:10001

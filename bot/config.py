@@ -260,7 +260,17 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys")
     _reject_secrets(raw, prefix="")
-    return parse_config(raw, env)
+    return _relative_to(parse_config(raw, env), path.absolute().parent)
+
+
+def _relative_to(config: Config, folder: Path) -> Config:
+    """A relative ``storage.path`` is taken from ``folder`` (the config file's), so that the bot
+    uses the same database whichever folder it is started from."""
+    path = Path(config.storage.path).expanduser()
+    if not path.is_absolute():
+        path = folder / path
+    storage = config.storage.model_copy(update={"path": str(path)})
+    return config.model_copy(update={"storage": storage})
 
 
 def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
