@@ -183,6 +183,28 @@ def test_a_venv_made_by_too_old_a_python_is_rebuilt(clone: Clone, tmp_path: Path
     assert version_of(venv / "bin" / "python") == VERSION
 
 
+def test_a_venv_of_another_python_than_the_one_named_is_rebuilt_with_it(
+    clone: Clone, tmp_path: Path
+) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"version = {VERSION}.0\n")
+    executable(venv / "bin" / "python", OLD.replace("3.10", VERSION))
+    (venv / ".bot-stamps").mkdir()
+    (venv / ".bot-stamps" / "requirements.lock").write_text("set up\n")
+    named = executable(tmp_path / "python3.99", OLD.replace("3.10", "3.99"))
+    result = clone.run("run", "stats", venv=venv, PYTHON=str(named))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Rebuilding {venv}: it was made by Python {VERSION}, and PYTHON={named} is Python 3.99",
+        f"Creating {venv} with {named} (Python 3.99) …",
+        "Python 3.99.12",  # what it says when asked to make a virtualenv
+        f"scripts/run: could not create {venv} with {named} (on Debian or Ubuntu: apt install "
+        "python3.99-venv)",
+    ]
+    assert not venv.exists()
+
+
 def test_a_venv_whose_setup_failed_is_rebuilt_next_time(clone: Clone, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     impossible = tmp_path / "constraints.txt"
