@@ -38,7 +38,7 @@ COPY --from=build /opt/tiktoken /opt/tiktoken
 # /etc/bot/config.local.yaml, when mounted (docker-compose.yml does), is merged over both.
 COPY config.yaml /etc/bot/config.yaml
 COPY docker/config.yaml /etc/bot/docker.yaml
-# storage.path `data/bot.sqlite3` is relative to the working directory: /data/bot.sqlite3.
+# docker/config.yaml puts the database on the /data volume: /data/bot.sqlite3.
 WORKDIR /
 VOLUME ["/data", "/backups"]
 USER 10001:10001

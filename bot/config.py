@@ -267,12 +267,13 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
         layers.append(layer)
         raw = _merged(raw, layer)
     try:
-        return parse_config(raw, env)
+        config = parse_config(raw, env)
     except ConfigError as exc:
         culprit = _bringer(layers, env, str(exc))
         if culprit == 0:
             raise
         raise ConfigError(f"{overlays[culprit - 1]}: {exc}") from None
+    return _relative_to(config, first.absolute().parent)
 
 
 def _bringer(layers: list[dict[str, Any]], env: Mapping[str, str], error: str) -> int:
@@ -335,6 +336,16 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys")
     return raw
+
+
+def _relative_to(config: Config, folder: Path) -> Config:
+    """A relative ``storage.path`` is taken from ``folder`` (the config file's), so that the bot
+    uses the same database whichever folder it is started from."""
+    path = Path(config.storage.path).expanduser()
+    if not path.is_absolute():
+        path = folder / path
+    storage = config.storage.model_copy(update={"path": str(path)})
+    return config.model_copy(update={"storage": storage})
 
 
 def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:

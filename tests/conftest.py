@@ -1,14 +1,20 @@
 """Shared fixtures: tiktoken's encodings offline, a local OpenAI-compatible server, real
-SQLite files in a temporary folder, and the bot's own wiring."""
+SQLite files in a temporary folder, and the bot's own wiring; and the two tiers of the suite."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Callable, Iterator
+import inspect
+import os
+import platform
+import sys
+import types
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from bot.app import App, open_app
 from bot.config import Config, parse_config
@@ -17,6 +23,120 @@ from bot.tokens import install_encodings
 from tests.support.fake_llm import FakeLLM, echo
 
 ConfigFactory = Callable[..., Config]
+
+# The slow tier, left out by --fast (scripts/test --fast): the tests that start processes
+# (found by following their code, fixtures and helpers), and the load, soak and crash tests.
+# A test can also join it with @pytest.mark.slow. The fast tier also tries fewer examples of each
+# property test.
+_SLOW_NAMES = ("load", "soak", "crash")
+_SPAWNING_NAMES = {
+    "subprocess",
+    "multiprocessing",
+    "create_subprocess_exec",
+    "create_subprocess_shell",
+}
+_SPAWNING_MODULES = ("subprocess", "multiprocessing", "asyncio.subprocess")
+_SPAWN_EVENTS = ("subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec", "os.system")
+_spawned: list[str] = []
+_FAST_EXAMPLES = 10
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="leave out the slow tier: tests that start processes, load, soak and crash tests",
+    )
+
+
+def _starts_processes(obj: object, seen: set[int]) -> bool:
+    """Whether a test function, fixture, helper or class of the tests names a way to start a
+    process, itself or through the tests' own helpers it names."""
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    module = getattr(obj, "__module__", None) or ""
+    if module.startswith(_SPAWNING_MODULES):
+        return True
+    if not module.startswith("tests"):
+        return False
+    if isinstance(obj, type):
+        return any(_starts_processes(member, seen) for member in vars(obj).values())
+    code = getattr(inspect.unwrap(obj), "__code__", None) if callable(obj) else None
+    return code is not None and _code_starts_processes(code, obj, seen)
+
+
+def _code_starts_processes(code: types.CodeType, owner: object, seen: set[int]) -> bool:
+    names = set(code.co_names)
+    if names & _SPAWNING_NAMES or {"sys", "executable"} <= names:
+        return True
+    nested = (c for c in code.co_consts if isinstance(c, types.CodeType))
+    if any(_code_starts_processes(c, owner, seen) for c in nested):
+        return True
+    scope = getattr(inspect.unwrap(owner), "__globals__", {})  # type: ignore[arg-type]
+    return any(_starts_processes(scope[name], seen) for name in names if name in scope)
+
+
+def _in_slow_tier(item: pytest.Item) -> bool:
+    if any(word in item.path.stem for word in _SLOW_NAMES):
+        return True
+    fixtures = getattr(item, "_fixtureinfo", None)
+    defs = [d for ds in fixtures.name2fixturedefs.values() for d in ds] if fixtures else []
+    seen: set[int] = set()
+    used = [getattr(item, "obj", None), *(d.func for d in defs)]
+    return any(_starts_processes(f, seen) for f in used if f is not None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _in_slow_tier(item):
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("fast"):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+        for item in items:
+            _fewer_examples(item)
+
+
+def _fewer_examples(item: pytest.Item) -> None:
+    """In the fast tier, a property test tries at most _FAST_EXAMPLES examples."""
+    test = getattr(item, "obj", None)
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None)  # hypothesis keeps it so
+    if chosen is not None and chosen.max_examples > _FAST_EXAMPLES:
+        fewer = settings(chosen, max_examples=_FAST_EXAMPLES)
+        test._hypothesis_internal_use_settings = fewer  # type: ignore[union-attr]
+
+
+def _note_spawn(event: str, args: tuple[Any, ...]) -> None:
+    if event in _SPAWN_EVENTS:
+        what = args[1] if event == "subprocess.Popen" else args[0]
+        _spawned.append(f"{event} {os.fsdecode(what) if isinstance(what, bytes) else what!r}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("fast"):
+        platform.processor()  # runs `uname -p` once and keeps it (discord.py asks for it)
+        sys.addaudithook(_note_spawn)  # for the check below; it cannot be removed
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _spawned.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """With --fast, a test that started a process fails, naming it: the fast tier stays so."""
+    report = yield
+    if call.when == "teardown" and _spawned and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"started a process in the fast tier ({_spawned[0]}): mark the test @pytest.mark.slow"
+        )
+    return report
 
 
 @pytest.fixture(scope="session", autouse=True)
