@@ -14,7 +14,14 @@ from pydantic import ValidationError
 
 from bot import __version__
 from bot.app import App, open_app
-from bot.config import Config, ConfigError, Strategy, config_path, load_config
+from bot.config import (
+    Config,
+    ConfigError,
+    Strategy,
+    config_path,
+    load_config,
+    require_platform_tokens,
+)
 from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
@@ -153,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = config_path(getattr(args, "config", None), os.environ)
     try:
         config = load_config(path)
+        if args.command == "run":
+            require_platform_tokens(config)
     except ConfigError as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
