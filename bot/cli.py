@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import os
 import sqlite3
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -104,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     reset.add_argument("--channel", metavar="NAME|KEY", required=True)
     reset.add_argument("--pins", action="store_true", help="its channel's pins too")
+    reset.add_argument(
+        "--threads", action="store_true", help="the channel's threads too (what export takes)"
+    )
     evaluate = commands.add_parser(
         "eval",
         parents=[common],
@@ -283,14 +287,49 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
+def _unknown(value: str, known: Collection[str]) -> str:
+    """Why ``--channel value`` is refused: no such conversation, and the closest known ones
+    (console channels by name, others by key)."""
+    if not known:
+        return f"no conversation {value!r}: the database holds none yet"
+    forms: dict[str, str] = {}
+    for key in sorted(known):
+        shown = key.removeprefix(_CONSOLE)
+        forms[key] = forms[shown] = shown
+    close = difflib.get_close_matches(value, forms, n=6, cutoff=0)
+    nearest = list(dict.fromkeys(forms[form] for form in close))[:3]
+    of = f" of the {len(known)} known" if len(known) > len(nearest) else ""
+    return f"no conversation {value!r}; the closest{of}: {', '.join(nearest)}"
+
+
+_CONSOLE = Conversation.console("x").key.removesuffix("x")
+
+
+async def _known_conversation(
+    store: SqliteStore, command: str, value: str, *, channel: bool = False
+) -> Conversation | None:
+    """``--channel``'s conversation when the database holds it (``channel``: or any thread
+    of it); else None, the refusal printed."""
+    try:
+        conversation = _conversation(value)
+    except ValueError as exc:
+        print(f"bot {command}: --channel: {exc}", file=sys.stderr)
+        return None
+    known = await store.known_keys()
+    wanted = conversation.channel_key if channel else conversation.key
+    held = {Conversation.from_key(key).channel_key for key in known} if channel else known
+    if wanted in held:
+        return conversation
+    print(f"bot {command}: --channel: {_unknown(value, known)}", file=sys.stderr)
+    return None
+
+
 async def _stats(app: App, channel: str | None) -> int:
     from bot.commands import format_stats
 
     if channel:
-        try:
-            conversation = _conversation(channel)
-        except ValueError as exc:
-            print(f"bot stats: --channel: {exc}", file=sys.stderr)
+        conversation = await _known_conversation(app.store, "stats", channel)
+        if conversation is None:
             return EXIT_USAGE
         print(await format_stats(app.engine, conversation))
         return EXIT_OK
@@ -314,11 +353,10 @@ async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
 async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
     channel_key = None
     if args.channel:
-        try:
-            channel_key = _conversation(args.channel).channel_key
-        except ValueError as exc:
-            print(f"bot export: --channel: {exc}", file=sys.stderr)
+        conversation = await _known_conversation(store, "export", args.channel, channel=True)
+        if conversation is None:
             return EXIT_USAGE
+        channel_key = conversation.channel_key
     records = await store.export_records(channel_key=channel_key)
     if args.output:
         with args.output.open("w", encoding="utf-8") as out:
@@ -349,14 +387,22 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
 
 
 async def _reset(store: SqliteStore, args: argparse.Namespace) -> int:
-    try:
-        conversation = _conversation(args.channel)
-    except ValueError as exc:
-        print(f"bot reset: --channel: {exc}", file=sys.stderr)
+    conversation = await _known_conversation(store, "reset", args.channel, channel=args.threads)
+    if conversation is None:
         return EXIT_USAGE
-    deleted = await store.reset(conversation=conversation, include_pins=args.pins)
+    keys = [conversation.key]
+    if args.threads:
+        channel = conversation.channel_key
+        known = await store.known_keys()
+        threads = sorted(k for k in known if Conversation.from_key(k).channel_key == channel)
+        keys = [channel, *(k for k in threads if k != channel)]
+    deleted = 0
+    for key in keys:
+        reset = Conversation.from_key(key)
+        deleted += await store.reset(conversation=reset, include_pins=args.pins and key == keys[0])
+    threads_too = f" and {len(keys) - 1} of its threads" if len(keys) > 1 else ""
     pins = " and its channel's pins" if args.pins else ""
-    print(f"reset {conversation.key}: {deleted} messages deleted{pins}")
+    print(f"reset {keys[0]}{threads_too}: {deleted} messages deleted{pins}")
     return EXIT_OK
 
 

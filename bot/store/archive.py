@@ -193,11 +193,89 @@ async def _insert(db: aiosqlite.Connection, record: dict[str, Any], *, keep_id: 
     except (sqlite3.IntegrityError, sqlite3.ProgrammingError) as exc:
         ident = record.get("id", record.get("key"))
         if "UNIQUE" in str(exc):
-            raise ArchiveError(
-                f"{record['type']} {ident} is already in the database; nothing imported"
-                " (reset that channel first, or import into another database)"
-            ) from None
+            raise _Clash from None
         raise ArchiveError(f"{record['type']} {ident}: {exc}; nothing imported") from None
+
+
+class _Clash(Exception):
+    """A record is already in the database (``_refusal`` says what to do)."""
+
+
+async def _import_conversation(db: aiosqlite.Connection, record: dict[str, Any]) -> None:
+    """A conversation, unless it is here already; one that is here but holds no messages or
+    summary (a reset left it) takes the export's, its generation moved past both."""
+    held = await db.execute_fetchall(
+        "SELECT generation, EXISTS (SELECT 1 FROM messages WHERE conversation = :key)"
+        " OR EXISTS (SELECT 1 FROM summaries WHERE conversation = :key)"
+        " FROM conversations WHERE key = :key",
+        {"key": record["key"]},
+    )
+    row = next(iter(held), None)
+    if row is None:
+        await _insert(db, record, keep_id=True)
+        return
+    if row[1]:
+        raise _Clash
+    await db.execute(
+        "UPDATE conversations SET generation = MAX(generation, ?) + 1, created_at = ?"
+        " WHERE key = ?",
+        (record["generation"], record["created_at"], record["key"]),
+    )
+
+
+async def _refusal(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> str:
+    """What to do about records already in the database: the ``bot reset`` that makes room
+    for them, or, when their ids are another conversation's, another database."""
+    keys = {str(r["conversation"]) for r in records if r["type"] in ("message", "summary")}
+    keys |= {str(r["key"]) for r in records if r["type"] == "conversation"}
+    held: set[str] = set()
+    for key in keys:
+        rows = await db.execute_fetchall(
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE conversation = :key)"
+            " OR EXISTS (SELECT 1 FROM summaries WHERE conversation = :key)",
+            {"key": key},
+        )
+        if next(iter(rows))[0]:
+            held.add(key)
+    pinned: set[str] = set()
+    for record in records:
+        if record["type"] not in ("message", "summary", "pin"):
+            continue
+        table, _ = _BY_TYPE[record["type"]]
+        owner = "channel_key" if record["type"] == "pin" else "conversation"
+        rows = await db.execute_fetchall(
+            f"SELECT {owner} FROM {table} WHERE id = ?",  # noqa: S608 (constant names)
+            (record["id"],),
+        )
+        here = next((str(row[0]) for row in rows), None)
+        if here is None:
+            continue
+        if record["type"] == "pin" and here == record["channel_key"]:
+            pinned.add(here)
+            continue
+        if here in held:
+            continue
+        return (
+            f"{record['type']} {record['id']} is another conversation's here ({here});"
+            " nothing imported (an export keeps its ids: import it into the database it"
+            " came from, or into a new one)"
+        )
+    channels = sorted({Conversation.from_key(key).channel_key for key in held} | pinned)
+    commands = []
+    for channel in channels:
+        threads = any(key != channel and key.startswith(channel + ":") for key in held)
+        flags = (" --threads" if threads else "") + (" --pins" if channel in pinned else "")
+        commands.append(f"bot reset --channel {channel}{flags}")
+    if len(commands) > 3:
+        return (
+            f"{len(channels)} of its channels are here already; nothing imported (import a"
+            " whole database into a new one, or restore a backup)"
+        )
+    return (
+        f"{', '.join(channels)} already here; nothing imported. To replace what is here with"
+        f" the file's, run {' and '.join(f'`{c}`' for c in commands)}, then import again"
+        " (or import into another database)"
+    )
 
 
 async def _import_fact(
@@ -260,6 +338,8 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
                     continue
             elif record["type"] == "profile_forget":
                 await _import_forget(db, record)
+            elif record["type"] == "conversation":
+                await _import_conversation(db, record)
             else:
                 await _insert(db, record, keep_id=True)
                 if record["type"] == "message":
@@ -267,6 +347,9 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
             written += 1
         # What a running bot holds of these conversations' turns is read again.
         await db.executemany(MARK_CONVERSATION, [(key,) for key in touched])
+    except _Clash:
+        await db.execute("ROLLBACK")
+        raise ArchiveError(await _refusal(db, records)) from None
     except BaseException:
         await db.execute("ROLLBACK")
         raise
