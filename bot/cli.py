@@ -9,7 +9,9 @@ import os
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -27,6 +29,7 @@ from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
+from bot.progress import shown
 from bot.store.archive import ArchiveError, dump_lines, parse_lines
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
@@ -271,8 +274,10 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
             return EXIT_USAGE
         config = config.model_copy(update={"memory": memory})
     strategies = [Strategy(s) for s in args.strategies or [s.value for s in Strategy]]
+    steps = len(transcript.steps) + len(transcript.probes)
     try:
-        results = await evaluate(config, transcript, strategies)
+        with shown("eval", total=steps * len(strategies), unit="steps", final=True) as progress:
+            results = await evaluate(config, transcript, strategies, progress.advance)
     except ModelFailed as exc:
         print(f"bot eval: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -345,7 +350,14 @@ async def _stats(app: App, channel: str | None) -> int:
 
 
 async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
-    await store.backup(args.path)
+    with shown("backup", total=None, unit="pages") as progress:
+
+        def pages(done: int, total: int) -> None:
+            if progress.total != total:
+                progress.set_total(total)
+            progress.advance(done - progress.done)
+
+        await store.backup(args.path, pages)
     print(f"backed up {store.path} to {args.path}", file=sys.stderr)
     return EXIT_OK
 
@@ -357,13 +369,19 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
         if conversation is None:
             return EXIT_USAGE
         channel_key = conversation.channel_key
-    records = await store.export_records(channel_key=channel_key)
-    if args.output:
-        with args.output.open("w", encoding="utf-8") as out:
+    with (
+        args.output.open("w", encoding="utf-8") if args.output else nullcontext(sys.stdout) as out,
+        shown("export", total=None, unit="records") as progress,
+    ):
+
+        def write(records: list[dict[str, Any]]) -> None:
             out.writelines(dump_lines(records))
-    else:
-        sys.stdout.writelines(dump_lines(records))
-    print(f"exported {len(records)} records", file=sys.stderr)
+            progress.advance(len(records))
+
+        count = await store.export_each(
+            channel_key=channel_key, write=write, sized=progress.set_total
+        )
+    print(f"exported {count} records", file=sys.stderr)
     return EXIT_OK
 
 
@@ -374,7 +392,8 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
                 records = parse_lines(source)
         else:
             records = parse_lines(sys.stdin)
-        imported = await store.import_records(records)
+        with shown("import", total=len(records), unit="records") as progress:
+            imported = await store.import_records(records, progress.advance)
     except (ArchiveError, OSError) as exc:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -451,3 +451,32 @@ async def test_the_shell_restores_a_channel_with_its_threads_as_the_refusal_says
     assert [line for line in again.stdout.splitlines() if '"type": "conversation"' not in line] == [
         line for line in dump.read_text().splitlines() if '"type": "conversation"' not in line
     ]
+
+
+async def test_a_backup_another_process_writes_during_is_finished_in_one_step(
+    app: App, tmp_path: Path
+) -> None:
+    await fill(app)
+    for n in range(300):  # some hundreds of pages: a copy of several steps
+        await say(app, f"filler {n} " + "many words " * 400)
+    other = sqlite3.connect(tmp_path / "bot.sqlite3", check_same_thread=False)
+    seen: list[tuple[int, int]] = []
+
+    def pages(done: int, total: int) -> None:
+        if not seen:  # between the first two steps, another process writes
+            other.execute("INSERT INTO meta (key, value) VALUES ('written', 'meanwhile')")
+            other.commit()
+        seen.append((done, total))
+
+    target = tmp_path / "copy.sqlite3"
+    await app.store.backup(target, pages)
+    other.close()
+    assert len(seen) == 1 and seen[0][0] < seen[0][1]  # then the rest in one step
+    copy = sqlite3.connect(target)
+    assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert copy.execute("SELECT value FROM meta WHERE key = 'written'").fetchone() == ("meanwhile",)
+    stored = await app.store.export_records(channel_key=None)
+    assert copy.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == sum(
+        record["type"] == "message" for record in stored
+    )
+    copy.close()

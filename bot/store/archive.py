@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -99,43 +99,103 @@ class Imported:
     """Profile facts skipped: written before their person's last ``/forget`` here."""
 
 
-async def backup(db: aiosqlite.Connection, target: Path) -> None:
+_BACKUP_STEP = 256  # pages copied at a time, so that progress can be shown
+
+
+class _Restarted(Exception):
+    """Another connection wrote while a stepped backup ran: SQLite started it over."""
+
+
+def _watch(pages: Callable[[int, int], None]) -> Callable[[int, int, int], None]:
+    """SQLite's backup callback: pages done and total; a restart (the pages left grow)
+    ends the stepped copy."""
+    least: list[int] = []
+
+    def step(status: int, remaining: int, total: int) -> None:
+        if least and remaining >= least[0]:
+            raise _Restarted
+        least[:] = [remaining]
+        pages(total - remaining, total)
+
+    return step
+
+
+async def backup(
+    db: aiosqlite.Connection,
+    target: Path,
+    pages: Callable[[int, int], None] = lambda done, total: None,
+) -> None:
     """A consistent copy of the live database at ``target`` (SQLite's online backup API),
-    written beside it and renamed into place, so ``target`` is never half-written."""
+    written beside it and renamed into place, so ``target`` is never half-written.
+    ``pages`` is told the pages copied and the total after each step (from another thread);
+    when another process writes meanwhile, the rest is copied in one step."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     copy = sqlite3.connect(partial, check_same_thread=False)
     try:
-        await db.backup(copy)
+        try:
+            await db.backup(copy, pages=_BACKUP_STEP, progress=_watch(pages))
+        except _Restarted:
+            await db.backup(copy)
         copy.execute("PRAGMA journal_mode = DELETE")
     finally:
         copy.close()
     os.replace(partial, target)
 
 
-async def export_records(
-    db: aiosqlite.Connection, *, channel_key: str | None
-) -> list[dict[str, Any]]:
+_CHUNK = 1000  # rows read (and written out) at a time
+
+
+async def export_each(
+    db: aiosqlite.Connection,
+    *,
+    channel_key: str | None,
+    write: Callable[[list[dict[str, Any]]], None],
+    sized: Callable[[int], None] = lambda total: None,
+) -> int:
     """Every row of one channel (its conversation and threads, and the profiles of the people
-    who wrote in it), or of the whole database."""
+    who wrote in it), or of the whole database, handed to ``write`` a chunk at a time, from
+    one snapshot; ``sized`` is told the count first. Returns the count."""
     params: dict[str, str] = {}
     if channel_key:
         channel = Conversation.from_key(channel_key)
         params = {"channel": channel_key, "platform": channel.platform}
         params["workspace"] = channel.workspace
-    records: list[dict[str, Any]] = []
+    written = 0
     await db.execute("BEGIN")  # one snapshot for every table
     try:
-        for table, kind, columns in _TABLES:
-            where = f" WHERE {_CHANNEL_FILTER[table]}" if channel_key else ""
+        wheres = {
+            table: f" WHERE {_CHANNEL_FILTER[table]}" if channel_key else ""
+            for table, _, _ in _TABLES
+        }
+        total = 0
+        for table, _, _ in _TABLES:
             rows = await db.execute_fetchall(
-                f"SELECT {', '.join(columns)} FROM {table}{where} ORDER BY rowid",  # noqa: S608
+                f"SELECT COUNT(*) FROM {table}{wheres[table]}",  # noqa: S608
                 params,
             )
-            records.extend({"type": kind, **dict(zip(columns, row, strict=True))} for row in rows)
+            total += int(next(iter(rows))[0])
+        sized(total)
+        for table, kind, columns in _TABLES:
+            async with db.execute(
+                f"SELECT {', '.join(columns)} FROM {table}{wheres[table]} ORDER BY rowid",  # noqa: S608
+                params,
+            ) as cursor:
+                while rows := list(await cursor.fetchmany(_CHUNK)):
+                    write([{"type": kind, **dict(zip(columns, row, strict=True))} for row in rows])
+                    written += len(rows)
     finally:
         await db.execute("COMMIT")
+    return written
+
+
+async def export_records(
+    db: aiosqlite.Connection, *, channel_key: str | None
+) -> list[dict[str, Any]]:
+    """:func:`export_each`'s records, as one list."""
+    records: list[dict[str, Any]] = []
+    await export_each(db, channel_key=channel_key, write=records.extend)
     return records
 
 
@@ -312,7 +372,11 @@ async def _import_forget(db: aiosqlite.Connection, record: dict[str, Any]) -> No
         raise ArchiveError(f"profile_forget {record['user_id']}: {exc}; nothing imported") from None
 
 
-async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> Imported:
+async def import_records(
+    db: aiosqlite.Connection,
+    records: list[dict[str, Any]],
+    advance: Callable[[int], None] = lambda count: None,
+) -> Imported:
     """Insert the records in one transaction, ids kept; nothing is written when any of them
     is already there (import into a database without that channel, e.g. after a reset),
     except profiles, which are merged (the module's docstring says how)."""
@@ -328,7 +392,9 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
                 "SELECT platform, workspace, user_id, forgot_at FROM profile_forgets"
             )
         }
-        for record in records:
+        for number, record in enumerate(records, 1):
+            if number % _CHUNK == 0:
+                advance(_CHUNK)
             if record["type"] == "profile_fact":
                 person = (record["platform"], record["workspace"], record["user_id"])
                 outcome = await _import_fact(db, record, forgot.get(person))
@@ -347,6 +413,7 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
             written += 1
         # What a running bot holds of these conversations' turns is read again.
         await db.executemany(MARK_CONVERSATION, [(key,) for key in touched])
+        advance(len(records) % _CHUNK)
     except _Clash:
         await db.execute("ROLLBACK")
         raise ArchiveError(await _refusal(db, records)) from None

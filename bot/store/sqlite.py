@@ -1242,10 +1242,13 @@ class SqliteStore:
                 )
         return updated
 
-    async def backup(self, target: Path) -> None:
-        """A consistent copy of the database at ``target``, taken while the bot runs."""
+    async def backup(
+        self, target: Path, pages: Callable[[int, int], None] = lambda done, total: None
+    ) -> None:
+        """A consistent copy of the database at ``target``, taken while the bot runs;
+        ``pages``: copied and total, after each step."""
         async with self._write_lock:
-            await archive.backup(self._db, target)
+            await archive.backup(self._db, target, pages)
 
     async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
         """One channel's conversations, messages, pins and summaries, and its people's
@@ -1253,9 +1256,26 @@ class SqliteStore:
         async with self._write_lock:
             return await archive.export_records(self._db, channel_key=channel_key)
 
-    async def import_records(self, records: list[dict[str, Any]]) -> archive.Imported:
+    async def export_each(
+        self,
+        *,
+        channel_key: str | None,
+        write: Callable[[list[dict[str, Any]]], None],
+        sized: Callable[[int], None] = lambda total: None,
+    ) -> int:
+        """:meth:`export_records` a chunk at a time (``bot export``)."""
         async with self._write_lock:
-            imported = await archive.import_records(self._db, records)
+            return await archive.export_each(
+                self._db, channel_key=channel_key, write=write, sized=sized
+            )
+
+    async def import_records(
+        self,
+        records: list[dict[str, Any]],
+        advance: Callable[[int], None] = lambda count: None,
+    ) -> archive.Imported:
+        async with self._write_lock:
+            imported = await archive.import_records(self._db, records, advance)
         self._known.clear()
         self._rows.clear()
         self._turns.clear()
