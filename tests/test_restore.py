@@ -31,7 +31,7 @@ def filled(tmp_path: Path, llm: FakeLLM) -> str:
     config = str(write_config(tmp_path, llm.url, memory={"max_context_tokens": 2000}))
     chat = bot("chat", "--config", config, "--channel", "team", "--user", "ana", stdin=SETUP)
     assert chat.returncode == 0, chat.stderr
-    assert "Summary updated" in chat.stdout or "summar" in chat.stdout.lower(), chat.stdout
+    assert "Summary updated; it now covers 2 messages" in chat.stdout, chat.stdout
     return config
 
 
@@ -42,7 +42,9 @@ def test_a_channel_comes_back_from_its_export_after_a_reset(
     dump = tmp_path / "team.jsonl"
     assert bot("export", "--config", config, "--channel", "team", "-o", str(dump)).returncode == 0
     seen = asked(llm_thread, config)
-    assert "Ana owns billing" in seen[0]["content"] and "green tea" in seen[0]["content"]
+    system = seen[0]["content"]  # pins, profile and summary; then the messages
+    assert "#1 (ana): Ana owns billing" in system and "- I like green tea" in system
+    assert "Summary of the earlier conversation" in system and len(seen) == 16
     refused = bot("import", "--config", config, str(dump))
     assert refused.returncode == 1
     assert refused.stderr == (
