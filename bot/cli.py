@@ -292,6 +292,9 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
+_CONSOLE = Conversation.console("x").key.removesuffix("x")
+
+
 def _unknown(value: str, known: Collection[str]) -> str:
     """Why ``--channel value`` is refused: no such conversation, and the closest known ones
     (console channels by name, others by key)."""
@@ -299,15 +302,12 @@ def _unknown(value: str, known: Collection[str]) -> str:
         return f"no conversation {value!r}: the database holds none yet"
     forms: dict[str, str] = {}
     for key in sorted(known):
-        shown = key.removeprefix(_CONSOLE)
-        forms[key] = forms[shown] = shown
+        name = key.removeprefix(_CONSOLE)
+        forms[key] = forms[name] = name
     close = difflib.get_close_matches(value, forms, n=6, cutoff=0)
     nearest = list(dict.fromkeys(forms[form] for form in close))[:3]
     of = f" of the {len(known)} known" if len(known) > len(nearest) else ""
     return f"no conversation {value!r}; the closest{of}: {', '.join(nearest)}"
-
-
-_CONSOLE = Conversation.console("x").key.removesuffix("x")
 
 
 async def _known_conversation(
@@ -369,18 +369,27 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
         if conversation is None:
             return EXIT_USAGE
         channel_key = conversation.channel_key
-    with (
-        args.output.open("w", encoding="utf-8") if args.output else nullcontext(sys.stdout) as out,
-        shown("export", total=None, unit="records") as progress,
-    ):
+    # A file is written beside its name and renamed once complete: an earlier export under
+    # that name stays whole until then.
+    partial = args.output.with_name(args.output.name + ".partial") if args.output else None
+    try:
+        with (
+            partial.open("w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,
+            shown("export", total=None, unit="records") as progress,
+        ):
 
-        def write(records: list[dict[str, Any]]) -> None:
-            out.writelines(dump_lines(records))
-            progress.advance(len(records))
+            def write(records: list[dict[str, Any]]) -> None:
+                out.writelines(dump_lines(records))
+                progress.advance(len(records))
 
-        count = await store.export_each(
-            channel_key=channel_key, write=write, sized=progress.set_total
-        )
+            count = await store.export_each(
+                channel_key=channel_key, write=write, sized=progress.set_total
+            )
+        if partial:
+            partial.replace(args.output)
+    finally:
+        if partial:
+            partial.unlink(missing_ok=True)
     print(f"exported {count} records", file=sys.stderr)
     return EXIT_OK
 
