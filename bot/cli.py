@@ -4,22 +4,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import os
 import sqlite3
 import sys
 import urllib.parse
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from bot import __version__
 from bot.app import App, open_app
-from bot.config import Config, ConfigError, Strategy, config_files, config_path, load_config
+from bot.config import (
+    Config,
+    ConfigError,
+    Strategy,
+    config_files,
+    config_path,
+    load_config,
+    require_platform_tokens,
+)
 from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
+from bot.progress import shown
 from bot.store.archive import ArchiveError, dump_lines, parse_lines
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
@@ -118,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     reset.add_argument("--channel", metavar="NAME|KEY", required=True)
     reset.add_argument("--pins", action="store_true", help="its channel's pins too")
+    reset.add_argument(
+        "--threads", action="store_true", help="the channel's threads too (what export takes)"
+    )
     evaluate = commands.add_parser(
         "eval",
         parents=[common],
@@ -189,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = config_path(getattr(args, "config", None), os.environ)
     try:
         config = load_config(path)
+        if args.command == "run":
+            require_platform_tokens(config)
     except ConfigError as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -298,8 +315,10 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
             return EXIT_USAGE
         config = config.model_copy(update={"memory": memory})
     strategies = [Strategy(s) for s in args.strategies or [s.value for s in Strategy]]
+    steps = len(transcript.steps) + len(transcript.probes)
     try:
-        results = await evaluate(config, transcript, strategies)
+        with shown("eval", total=steps * len(strategies), unit="steps", final=True) as progress:
+            results = await evaluate(config, transcript, strategies, progress.advance)
     except ModelFailed as exc:
         print(f"bot eval: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -314,14 +333,49 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
+_CONSOLE = Conversation.console("x").key.removesuffix("x")
+
+
+def _unknown(value: str, known: Collection[str]) -> str:
+    """Why ``--channel value`` is refused: no such conversation, and the closest known ones
+    (console channels by name, others by key)."""
+    if not known:
+        return f"no conversation {value!r}: the database holds none yet"
+    forms: dict[str, str] = {}
+    for key in sorted(known):
+        name = key.removeprefix(_CONSOLE)
+        forms[key] = forms[name] = name
+    close = difflib.get_close_matches(value, forms, n=6, cutoff=0)
+    nearest = list(dict.fromkeys(forms[form] for form in close))[:3]
+    of = f" of the {len(known)} known" if len(known) > len(nearest) else ""
+    return f"no conversation {value!r}; the closest{of}: {', '.join(nearest)}"
+
+
+async def _known_conversation(
+    store: SqliteStore, command: str, value: str, *, channel: bool = False
+) -> Conversation | None:
+    """``--channel``'s conversation when the database holds it (``channel``: or any thread
+    of it); else None, the refusal printed."""
+    try:
+        conversation = _conversation(value)
+    except ValueError as exc:
+        print(f"bot {command}: --channel: {exc}", file=sys.stderr)
+        return None
+    known = await store.known_keys()
+    wanted = conversation.channel_key if channel else conversation.key
+    held = {Conversation.from_key(key).channel_key for key in known} if channel else known
+    if wanted in held:
+        return conversation
+    print(f"bot {command}: --channel: {_unknown(value, known)}", file=sys.stderr)
+    return None
+
+
 async def _stats(app: App, channel: str | None) -> int:
     from bot.commands import format_stats
 
     if channel:
-        try:
-            conversation = _conversation(channel)
-        except ValueError as exc:
-            print(f"bot stats: --channel: {exc}", file=sys.stderr)
+        conversation = await _known_conversation(app.store, "stats", channel)
+        if conversation is None:
             return EXIT_USAGE
         print(await format_stats(app.engine, conversation))
         return EXIT_OK
@@ -337,7 +391,14 @@ async def _stats(app: App, channel: str | None) -> int:
 
 
 async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
-    await store.backup(args.path)
+    with shown("backup", total=None, unit="pages") as progress:
+
+        def pages(done: int, total: int) -> None:
+            if progress.total != total:
+                progress.set_total(total)
+            progress.advance(done - progress.done)
+
+        await store.backup(args.path, pages)
     print(f"backed up {store.path} to {args.path}", file=sys.stderr)
     return EXIT_OK
 
@@ -345,18 +406,32 @@ async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
 async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
     channel_key = None
     if args.channel:
-        try:
-            channel_key = _conversation(args.channel).channel_key
-        except ValueError as exc:
-            print(f"bot export: --channel: {exc}", file=sys.stderr)
+        conversation = await _known_conversation(store, "export", args.channel, channel=True)
+        if conversation is None:
             return EXIT_USAGE
-    records = await store.export_records(channel_key=channel_key)
-    if args.output:
-        with args.output.open("w", encoding="utf-8") as out:
-            out.writelines(dump_lines(records))
-    else:
-        sys.stdout.writelines(dump_lines(records))
-    print(f"exported {len(records)} records", file=sys.stderr)
+        channel_key = conversation.channel_key
+    # A file is written beside its name and renamed once complete: an earlier export under
+    # that name stays whole until then.
+    partial = args.output.with_name(args.output.name + ".partial") if args.output else None
+    try:
+        with (
+            partial.open("w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,
+            shown("export", total=None, unit="records") as progress,
+        ):
+
+            def write(records: list[dict[str, Any]]) -> None:
+                out.writelines(dump_lines(records))
+                progress.advance(len(records))
+
+            count = await store.export_each(
+                channel_key=channel_key, write=write, sized=progress.set_total
+            )
+        if partial:
+            partial.replace(args.output)
+    finally:
+        if partial:
+            partial.unlink(missing_ok=True)
+    print(f"exported {count} records", file=sys.stderr)
     return EXIT_OK
 
 
@@ -367,7 +442,8 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
                 records = parse_lines(source)
         else:
             records = parse_lines(sys.stdin)
-        imported = await store.import_records(records)
+        with shown("import", total=len(records), unit="records") as progress:
+            imported = await store.import_records(records, progress.advance)
     except (ArchiveError, OSError) as exc:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -380,14 +456,22 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
 
 
 async def _reset(store: SqliteStore, args: argparse.Namespace) -> int:
-    try:
-        conversation = _conversation(args.channel)
-    except ValueError as exc:
-        print(f"bot reset: --channel: {exc}", file=sys.stderr)
+    conversation = await _known_conversation(store, "reset", args.channel, channel=args.threads)
+    if conversation is None:
         return EXIT_USAGE
-    deleted = await store.reset(conversation=conversation, include_pins=args.pins)
+    keys = [conversation.key]
+    if args.threads:
+        channel = conversation.channel_key
+        known = await store.known_keys()
+        threads = sorted(k for k in known if Conversation.from_key(k).channel_key == channel)
+        keys = [channel, *(k for k in threads if k != channel)]
+    deleted = 0
+    for key in keys:
+        reset = Conversation.from_key(key)
+        deleted += await store.reset(conversation=reset, include_pins=args.pins and key == keys[0])
+    threads_too = f" and {len(keys) - 1} of its threads" if len(keys) > 1 else ""
     pins = " and its channel's pins" if args.pins else ""
-    print(f"reset {conversation.key}: {deleted} messages deleted{pins}")
+    print(f"reset {keys[0]}{threads_too}: {deleted} messages deleted{pins}")
     return EXIT_OK
 
 

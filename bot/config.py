@@ -169,20 +169,16 @@ class SlackConfig(_Section):
     app_token: str | None = Field(default=None, exclude=True, repr=False)
     signing_secret: str | None = Field(default=None, exclude=True, repr=False)
 
-    @model_validator(mode="after")
-    def _secrets_present(self) -> SlackConfig:
-        if not self.enabled:
-            return self
+    def missing_secrets(self) -> str | None:
+        """What connecting needs and the environment lacks, in one line; None when ready."""
         missing = [] if self.bot_token else ["SLACK_BOT_TOKEN"]
         if self.mode is SlackMode.SOCKET and not self.app_token:
             missing.append("SLACK_APP_TOKEN")
         if self.mode is SlackMode.HTTP and not self.signing_secret:
             missing.append("SLACK_SIGNING_SECRET")
-        if missing:
-            raise ValueError(
-                f"{self.mode.value} mode needs {' and '.join(missing)} in the environment"
-            )
-        return self
+        if not missing:
+            return None
+        return f"slack: {self.mode.value} mode needs {' and '.join(missing)} in the environment"
 
 
 class DiscordConfig(_Section):
@@ -202,11 +198,13 @@ class DiscordConfig(_Section):
     # Filled from the environment (DISCORD_TOKEN) only, never from the file.
     token: str | None = Field(default=None, exclude=True, repr=False)
 
-    @model_validator(mode="after")
-    def _token_when_enabled(self) -> DiscordConfig:
-        if self.enabled and not self.token:
-            raise ValueError("enabled, but DISCORD_TOKEN is not set in the environment")
-        return self
+    def missing_secrets(self) -> str | None:
+        """What connecting needs and the environment lacks, in one line; None when ready."""
+        return (
+            None
+            if self.token
+            else "discord: enabled, but DISCORD_TOKEN is not set in the environment"
+        )
 
 
 class Config(_Section):
@@ -229,6 +227,15 @@ class Config(_Section):
     @property
     def summary_base_url(self) -> str:
         return self.llm.summary_base_url or self.llm.base_url
+
+
+def require_platform_tokens(config: Config) -> None:
+    """``bot run``: every enabled platform has its secrets. Only connecting needs them, so
+    the operator commands (backup, export, stats...) run without them."""
+    for platform in (config.slack, config.discord):
+        problem = platform.missing_secrets() if platform.enabled else None
+        if problem:
+            raise ConfigError(problem)
 
 
 def config_path(cli_value: str | None, env: Mapping[str, str]) -> Path:

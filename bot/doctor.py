@@ -79,11 +79,15 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
 
 async def _platforms(config: Config) -> Check:
     probes: list[Awaitable[tuple[bool, str]]] = []
-    if config.slack.enabled:
+    for platform in (config.slack, config.discord):
+        missing = platform.missing_secrets() if platform.enabled else None
+        if missing:
+            probes.append(_refused(missing))
+    if config.slack.enabled and not config.slack.missing_secrets():
         from bot.slack_adapter.platform import probe
 
         probes.append(probe(config.slack))
-    if config.discord.enabled:
+    if config.discord.enabled and not config.discord.missing_secrets():
         from bot.discord_adapter.diagnose import diagnose
 
         probes.append(diagnose(config.discord))
@@ -91,6 +95,10 @@ async def _platforms(config: Config) -> Check:
         return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
     results = await asyncio.gather(*probes)
     return Check(all(ok for ok, _ in results), "platforms", "; ".join(d for _, d in results))
+
+
+async def _refused(problem: str) -> tuple[bool, str]:
+    return False, problem
 
 
 async def _recall(app: App) -> Check:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -321,13 +321,18 @@ def locate(prompt: Prompt, key: str) -> str | None:
 
 
 async def _replay(
-    engine: Engine, recording: _Recording, transcript: Transcript, errors: list[str]
+    engine: Engine,
+    recording: _Recording,
+    transcript: Transcript,
+    errors: list[str],
+    advance: Callable[[], None],
 ) -> None:
     at = _START
     for number, step in enumerate(transcript.steps):
         at += _STEP
         if isinstance(step, PinLine):
             await _pin(engine, step.user, step.text, errors)
+            advance()
             continue
         reply = await engine.handle_message(
             IncomingMessage(
@@ -350,6 +355,7 @@ async def _replay(
         if isinstance(step, Fact) and step.pinned:
             await _pin(engine, step.user, step.text, errors)
         await engine.drain()
+        advance()
 
 
 async def _pin(engine: Engine, user: str, text: str, errors: list[str]) -> None:
@@ -391,8 +397,14 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
 
 
 async def evaluate_strategy(
-    config: Config, transcript: Transcript, strategy: Strategy, folder: Path
+    config: Config,
+    transcript: Transcript,
+    strategy: Strategy,
+    folder: Path,
+    advance: Callable[[], None] = lambda: None,
 ) -> StrategyResult:
+    """Replay the transcript and ask its probes with one strategy; ``advance`` is called
+    after each line replayed and each probe asked."""
     memory = config.memory.model_copy(update={"strategy": strategy})
     storage = config.storage.model_copy(update={"path": str(folder / f"{strategy}.sqlite3")})
     run_config = config.model_copy(update={"memory": memory, "storage": storage})
@@ -401,7 +413,7 @@ async def evaluate_strategy(
         recording = _Recording(engine.chat)
         engine.chat = recording
         errors: list[str] = []
-        await _replay(engine, recording, transcript, errors)
+        await _replay(engine, recording, transcript, errors, advance)
         preview = await engine.preview(CHANNEL)
         prompt = preview.prompt
         result = StrategyResult(
@@ -426,6 +438,7 @@ async def evaluate_strategy(
                 errors.append(f"probe {probe.fact}: {exc}")
                 correct = False
             result.answers.append((probe.fact, correct))
+            advance()
             for item in result.facts:
                 if item.id == fact.id:
                     item.answered = bool(item.answered) or correct
@@ -435,11 +448,14 @@ async def evaluate_strategy(
 
 
 async def evaluate(
-    config: Config, transcript: Transcript, strategies: Sequence[Strategy]
+    config: Config,
+    transcript: Transcript,
+    strategies: Sequence[Strategy],
+    advance: Callable[[], None] = lambda: None,
 ) -> list[StrategyResult]:
     with tempfile.TemporaryDirectory(prefix="bot-eval-") as folder:
         return [
-            await evaluate_strategy(config, transcript, strategy, Path(folder))
+            await evaluate_strategy(config, transcript, strategy, Path(folder), advance)
             for strategy in strategies
         ]
 

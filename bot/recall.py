@@ -29,6 +29,7 @@ from bot.config import MemoryConfig
 from bot.fulltext import match_expression, query_terms
 from bot.llm import Embedder, LLMError
 from bot.models import Pin, Role, StoredMessage, clean_name, quote_lines
+from bot.progress import logged
 from bot.store.base import Store
 from bot.tokens import MESSAGE_OVERHEAD
 
@@ -254,18 +255,26 @@ class Recaller:
         model = self.embedder.model
         embedded = 0
         before = before_id
-        while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
-            try:
-                vectors = await self.embedder.embed([content for _, content in rows])
-            except LLMError as exc:
-                log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
-                break
-            for (message_id, content), vector in zip(rows, vectors, strict=True):
-                await self._store.save_vector(
-                    message_id=message_id, content=content, model=model, vector=vector_bytes(vector)
-                )
-            embedded += len(rows)
-            before = rows[-1][0]
+        progress = logged(
+            "embedding stored messages", total=None, unit="messages", logger=log, final=False
+        )
+        with progress:
+            while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
+                try:
+                    vectors = await self.embedder.embed([content for _, content in rows])
+                except LLMError as exc:
+                    log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
+                    break
+                for (message_id, content), vector in zip(rows, vectors, strict=True):
+                    await self._store.save_vector(
+                        message_id=message_id,
+                        content=content,
+                        model=model,
+                        vector=vector_bytes(vector),
+                    )
+                embedded += len(rows)
+                before = rows[-1][0]
+                progress.advance(len(rows))
         if embedded:
             log.info("embedded %d stored messages for recall by meaning", embedded)
         return embedded

@@ -6,6 +6,7 @@ consistent database."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -89,16 +90,38 @@ async def test_import_after_a_reset_restores_the_channel_and_refuses_duplicates(
 ) -> None:
     await fill(app)
     exported = await app.store.export_records(channel_key=TEAM.channel_key)
-    with pytest.raises(ArchiveError, match="already in the database; nothing imported"):
+    advice = (
+        "slack:T1:C1 already here; nothing imported. To replace what is here with the file's,"
+        " run `bot reset --channel slack:T1:C1 --threads --pins`, then import again"
+    )
+    with pytest.raises(ArchiveError, match=re.escape(advice)):
         await app.store.import_records(exported)
     assert await app.store.export_records(channel_key=TEAM.channel_key) == exported
     for conversation in (TEAM, THREAD):
         await app.store.reset(conversation=conversation, include_pins=True)
-    # The conversations' rows stay (with their generation), so import only the rest.
-    rows = [r for r in exported if r["type"] != "conversation"]
-    assert (await app.store.import_records(rows)).records == len(rows)
+    # The conversations' rows stay (a reset counts in their generation): they take the file's.
+    assert (await app.store.import_records(exported)).records == len(exported)
     again = await app.store.export_records(channel_key=TEAM.channel_key)
-    assert [r for r in again if r["type"] != "conversation"] == rows
+    assert [r for r in again if r["type"] != "conversation"] == [
+        r for r in exported if r["type"] != "conversation"
+    ]
+    generations = [r["generation"] for r in again if r["type"] == "conversation"]
+    assert generations == [2, 2]  # moved on by the reset and by the import
+
+
+async def test_an_import_whose_ids_another_channel_holds_says_so(
+    app: App, make_config: ConfigFactory, tmp_path: Path
+) -> None:
+    await fill(app)
+    exported = await app.store.export_records(channel_key=TEAM.channel_key)
+    async with open_app(make_config(storage={"path": str(tmp_path / "b.sqlite3")})) as there:
+        await say(there, "a message of its own", where=OTHER)
+        with pytest.raises(ArchiveError) as refused:
+            await there.store.import_records(exported)
+    assert str(refused.value) == (
+        "message 1 is another conversation's here (slack:T1:C2); nothing imported (an export"
+        " keeps its ids: import it into the database it came from, or into a new one)"
+    )
 
 
 def test_bad_export_lines_are_refused_with_their_line_number() -> None:
@@ -145,13 +168,12 @@ def test_backup_export_import_and_reset_from_the_shell(tmp_path: Path, llm_threa
     reset = bot("reset", "--config", config, "--channel", "team", "--pins")
     assert reset.returncode == 0, reset.stderr
     assert reset.stdout == "reset console:local:team: 2 messages deleted and its channel's pins\n"
-    twice = bot("import", "--config", config, str(dump))
-    assert twice.returncode == 1 and "conversation console:local:team is already" in twice.stderr
-    rest = "".join(line + "\n" for line in dump.read_text().splitlines()[1:])
-    restored = bot("import", "--config", config, stdin=rest)
+    restored = bot("import", "--config", config, stdin=dump.read_text())
     assert restored.returncode == 0, restored.stderr
     # /reset left the profile: its fact is already kept.
-    assert "imported 3 records; 1 profile fact(s) already kept, skipped" in restored.stderr
+    assert "imported 4 records; 1 profile fact(s) already kept, skipped" in restored.stderr
+    twice = bot("import", "--config", config, str(dump))
+    assert twice.returncode == 1 and "console:local:team already here" in twice.stderr
     again = bot("export", "--config", config, "--channel", "console:local:team")
     assert again.stdout.splitlines()[1:] == dump.read_text().splitlines()[1:]
     helped = bot("export", "--help")
@@ -306,7 +328,7 @@ async def test_importing_a_channel_into_a_bot_that_knows_the_person_merges_their
         assert listed.startswith("2 fact(s)")
         # All or nothing still: a new fact goes only with the rest of the import.
         new_fact = {**next(r for r in exported if r["type"] == "profile_fact"), "text": "new"}
-        with pytest.raises(ArchiveError, match="conversation slack:T1:C1 is already"):
+        with pytest.raises(ArchiveError, match="slack:T1:C1 already here; nothing imported"):
             await there.store.import_records([new_fact, *exported])
         assert (await command(there, "profile")).text == listed
 
@@ -403,3 +425,58 @@ async def test_bad_profile_records_are_refused_with_the_reason_and_nothing_is_wr
         assert await store.profile_facts(person=ANA) == []
     finally:
         await store.close()
+
+
+async def test_the_shell_restores_a_channel_with_its_threads_as_the_refusal_says(
+    app: App, tmp_path: Path
+) -> None:
+    await fill(app)
+    config = str(write_config(tmp_path, "http://127.0.0.1:9/v1"))
+    dump = tmp_path / "c1.jsonl"
+    assert (
+        bot("export", "--config", config, "--channel", "slack:T1:C1", "-o", str(dump)).returncode
+        == 0
+    )
+    refused = bot("import", "--config", config, str(dump))
+    assert refused.returncode == 1
+    advice = refused.stderr.split("`")[1]
+    assert advice == "bot reset --channel slack:T1:C1 --threads --pins"
+    reset = bot(*advice.split()[1:], "--config", config)
+    assert reset.stdout == (
+        "reset slack:T1:C1 and 1 of its threads: 10 messages deleted and its channel's pins\n"
+    )
+    assert "slack:T1:C2" in bot("stats", "--config", config).stdout  # another channel: kept
+    assert bot("import", "--config", config, str(dump)).returncode == 0
+    again = bot("export", "--config", config, "--channel", "slack:T1:C1")
+    assert [line for line in again.stdout.splitlines() if '"type": "conversation"' not in line] == [
+        line for line in dump.read_text().splitlines() if '"type": "conversation"' not in line
+    ]
+
+
+async def test_a_backup_another_process_writes_during_is_finished_in_one_step(
+    app: App, tmp_path: Path
+) -> None:
+    await fill(app)
+    for n in range(300):  # some hundreds of pages: a copy of several steps
+        await say(app, f"filler {n} " + "many words " * 400)
+    other = sqlite3.connect(tmp_path / "bot.sqlite3", check_same_thread=False)
+    seen: list[tuple[int, int]] = []
+
+    def pages(done: int, total: int) -> None:
+        if not seen:  # between the first two steps, another process writes
+            other.execute("INSERT INTO meta (key, value) VALUES ('written', 'meanwhile')")
+            other.commit()
+        seen.append((done, total))
+
+    target = tmp_path / "copy.sqlite3"
+    await app.store.backup(target, pages)
+    other.close()
+    assert len(seen) == 1 and seen[0][0] < seen[0][1]  # then the rest in one step
+    copy = sqlite3.connect(target)
+    assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert copy.execute("SELECT value FROM meta WHERE key = 'written'").fetchone() == ("meanwhile",)
+    stored = await app.store.export_records(channel_key=None)
+    assert copy.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == sum(
+        record["type"] == "message" for record in stored
+    )
+    copy.close()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, Strategy, config_path, load_config
+from bot.config import ConfigError, Strategy, config_path, load_config, require_platform_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,6 +120,20 @@ def test_slack_secrets_come_from_the_environment(tmp_path: Path) -> None:
             {"SLACK_BOT_TOKEN": "xoxb-1"},
             "slack: http mode needs SLACK_SIGNING_SECRET in the environment",
         ),
+    ],
+)
+def test_missing_slack_secrets_are_named_when_connecting(
+    tmp_path: Path, slack: str, env: dict[str, str], message: str
+) -> None:
+    config = load_config(write(tmp_path, SLACK_BASE + f"slack: {slack}\n"), env=env)
+    with pytest.raises(ConfigError) as caught:
+        require_platform_tokens(config)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("slack", "env", "message"),
+    [
         ("{signing_secret: abc}", {}, "slack.signing_secret: secrets are read from the"),
         ("{bot_token: xoxb-1}", {}, "slack.bot_token: secrets are read from the environment"),
         ("{mode: rtm}", {}, "slack.mode: Input should be 'socket' or 'http'"),

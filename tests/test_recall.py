@@ -413,8 +413,14 @@ async def test_embeddings_recall_a_message_that_shares_no_word_with_the_question
 
 
 async def test_a_history_kept_before_embeddings_were_on_is_embedded_in_the_background(
-    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+    make_config: ConfigFactory,
+    llm: FakeLLM,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="bot.recall")
+    monkeypatch.setenv("BOT_PROGRESS_SECONDS", "0")  # a progress line per batch
     llm.embedder = topical_embedding
     async with open_app(make_config(memory=SMALL)) as app:
         await app.engine.handle_message(said("Visitors use the guest network, key tangerine-42"))
@@ -435,6 +441,13 @@ async def test_a_history_kept_before_embeddings_were_on_is_embedded_in_the_backg
     assert missing == 0
     batches = [len(r.body["input"]) for r in llm.requests if r.path == "/v1/embeddings"]
     assert batches[:2] == [64, 7]  # the 71 stored messages, newest first, then the new ones
+    logged = [r.getMessage() for r in caplog.records if r.name == "bot.recall"]
+    assert logged[:4] == [
+        "embedding stored messages: started",
+        "embedding stored messages: 64 messages so far",
+        "embedding stored messages: 71 messages so far",
+        "embedded 71 stored messages for recall by meaning",
+    ]
 
 
 async def test_a_failing_embeddings_endpoint_leaves_keyword_recall_working(

@@ -56,6 +56,7 @@ class Bot:
             "PYTHONPATH": str(ROOT),
             "SLACK_BOT_TOKEN": BOT_TOKEN,
             "SLACK_APP_TOKEN": APP_TOKEN,
+            "BOT_PROGRESS_SECONDS": "0",  # a progress line per conversation caught up
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bot", "run", "--config", str(self.config)],
@@ -147,7 +148,9 @@ def test_what_was_written_while_stopped_is_in_the_next_prompt_and_not_answered(
     ]
     # Only the question was answered: one placeholder, none for what was caught up.
     assert len(fake.called("chat.postMessage")) == posts + 1
-    assert "slack: caught up 2 message(s) written while stopped" in stderr
+    assert "slack catch-up: started (1 conversation(s))" in stderr
+    assert "slack catch-up: 1/1 conversation(s) (100%)" in stderr
+    assert "slack: caught up 2 message(s) written while stopped, in 1 conversation(s)" in stderr
     history = fake.called("conversations.history")
     assert history[0]["oldest"] == first and history[0]["channel"] == CHANNEL
 

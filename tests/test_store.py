@@ -44,7 +44,9 @@ async def test_a_new_database_is_migrated_in_wal_mode(tmp_path: Path) -> None:
 async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bot.sqlite3"
     sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(DatabaseError, match=r"has schema \d+; this version knows"):
+    with pytest.raises(
+        DatabaseError, match=r"written by a newer version of the bot \(schema \d+; this one knows"
+    ):
         await SqliteStore.open(str(path))
 
 

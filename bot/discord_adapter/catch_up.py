@@ -23,6 +23,7 @@ from bot.config import CatchUpConfig
 from bot.discord_adapter.facts import facts_of
 from bot.discord_adapter.translate import to_incoming
 from bot.models import Conversation
+from bot.progress import logged
 from bot.store.base import Duplicate, NewestMessage
 
 if TYPE_CHECKING:
@@ -66,18 +67,27 @@ async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
     newest = await client.engine.store.newest_messages(platform="discord", since=since)
     client.holds.hold(latest.conversation_key for latest in newest)
     total = 0
+    progress = logged(
+        "discord catch-up", total=len(newest), unit="conversation(s)", logger=log, final=False
+    )
     try:
-        for latest in newest:
-            try:
-                total += await _one(client, latest, until, settings.max_messages)
-            except (discord.HTTPException, OSError, TimeoutError) as exc:
-                log.warning("discord catch-up in %s failed: %s", latest.conversation_key, exc)
-            finally:
-                client.holds.release(latest.conversation_key)
+        with progress:
+            for latest in newest:
+                try:
+                    total += await _one(client, latest, until, settings.max_messages)
+                except (discord.HTTPException, OSError, TimeoutError) as exc:
+                    log.warning("discord catch-up in %s failed: %s", latest.conversation_key, exc)
+                finally:
+                    client.holds.release(latest.conversation_key)
+                progress.advance()
     finally:
         for latest in newest:
             client.holds.release(latest.conversation_key)
-    log.info("discord: caught up %d message(s) written while stopped", total)
+    log.info(
+        "discord: caught up %d message(s) written while stopped, in %d conversation(s)",
+        total,
+        progress.done,
+    )
 
 
 async def _channel(client: MemoryClient, conversation: Conversation) -> discord.abc.Messageable:

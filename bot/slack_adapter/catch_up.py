@@ -24,6 +24,7 @@ from slack_sdk.errors import SlackApiError
 from bot.config import CatchUpConfig
 from bot.engine import Engine
 from bot.models import Conversation
+from bot.progress import logged
 from bot.slack_adapter.app import Listeners
 from bot.slack_adapter.translate import mentions, to_incoming
 from bot.store.base import Duplicate, NewestMessage
@@ -51,25 +52,34 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     since = time.time() - settings.hours * 3600
     newest = await listeners.engine.store.newest_messages(platform="slack", since=since)
     total = 0
-    for index, latest in enumerate(newest):
-        conversation = Conversation.from_key(latest.conversation_key)
-        try:
-            outcome = await _one(listeners, conversation, latest, until, settings.max_messages)
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            left = [n.conversation_key for n in newest[index:]]
-            log.warning(
-                "slack catch-up stopped (%s): %d conversation(s) not caught up: %s",
-                error,
-                len(left),
-                ", ".join(left),
-            )
-            break
-        total += outcome.stored
-        log.debug("slack catch-up: %d message(s) in %s", outcome.stored, conversation.key)
-        if outcome.missed:
-            log.warning("slack catch-up in %s: %s", conversation.key, outcome.missed)
-    log.info("slack: caught up %d message(s) written while stopped", total)
+    progress = logged(
+        "slack catch-up", total=len(newest), unit="conversation(s)", logger=log, final=False
+    )
+    with progress:
+        for index, latest in enumerate(newest):
+            conversation = Conversation.from_key(latest.conversation_key)
+            try:
+                outcome = await _one(listeners, conversation, latest, until, settings.max_messages)
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                left = [n.conversation_key for n in newest[index:]]
+                log.warning(
+                    "slack catch-up stopped (%s): %d conversation(s) not caught up: %s",
+                    error,
+                    len(left),
+                    ", ".join(left),
+                )
+                break
+            total += outcome.stored
+            log.debug("slack catch-up: %d message(s) in %s", outcome.stored, conversation.key)
+            if outcome.missed:
+                log.warning("slack catch-up in %s: %s", conversation.key, outcome.missed)
+            progress.advance()
+    log.info(
+        "slack: caught up %d message(s) written while stopped, in %d conversation(s)",
+        total,
+        progress.done,
+    )
 
 
 async def _one(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -99,43 +99,103 @@ class Imported:
     """Profile facts skipped: written before their person's last ``/forget`` here."""
 
 
-async def backup(db: aiosqlite.Connection, target: Path) -> None:
+_BACKUP_STEP = 256  # pages copied at a time, so that progress can be shown
+
+
+class _Restarted(Exception):
+    """Another connection wrote while a stepped backup ran: SQLite started it over."""
+
+
+def _watch(pages: Callable[[int, int], None]) -> Callable[[int, int, int], None]:
+    """SQLite's backup callback: pages done and total; a restart (the pages left grow)
+    ends the stepped copy."""
+    least: list[int] = []
+
+    def step(status: int, remaining: int, total: int) -> None:
+        if least and remaining >= least[0]:
+            raise _Restarted
+        least[:] = [remaining]
+        pages(total - remaining, total)
+
+    return step
+
+
+async def backup(
+    db: aiosqlite.Connection,
+    target: Path,
+    pages: Callable[[int, int], None] = lambda done, total: None,
+) -> None:
     """A consistent copy of the live database at ``target`` (SQLite's online backup API),
-    written beside it and renamed into place, so ``target`` is never half-written."""
+    written beside it and renamed into place, so ``target`` is never half-written.
+    ``pages`` is told the pages copied and the total after each step (from another thread);
+    when another process writes meanwhile, the rest is copied in one step."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     copy = sqlite3.connect(partial, check_same_thread=False)
     try:
-        await db.backup(copy)
+        try:
+            await db.backup(copy, pages=_BACKUP_STEP, progress=_watch(pages))
+        except _Restarted:
+            await db.backup(copy)
         copy.execute("PRAGMA journal_mode = DELETE")
     finally:
         copy.close()
     os.replace(partial, target)
 
 
-async def export_records(
-    db: aiosqlite.Connection, *, channel_key: str | None
-) -> list[dict[str, Any]]:
+_CHUNK = 1000  # rows read (and written out) at a time
+
+
+async def export_each(
+    db: aiosqlite.Connection,
+    *,
+    channel_key: str | None,
+    write: Callable[[list[dict[str, Any]]], None],
+    sized: Callable[[int], None] = lambda total: None,
+) -> int:
     """Every row of one channel (its conversation and threads, and the profiles of the people
-    who wrote in it), or of the whole database."""
+    who wrote in it), or of the whole database, handed to ``write`` a chunk at a time, from
+    one snapshot; ``sized`` is told the count first. Returns the count."""
     params: dict[str, str] = {}
     if channel_key:
         channel = Conversation.from_key(channel_key)
         params = {"channel": channel_key, "platform": channel.platform}
         params["workspace"] = channel.workspace
-    records: list[dict[str, Any]] = []
+    written = 0
     await db.execute("BEGIN")  # one snapshot for every table
     try:
-        for table, kind, columns in _TABLES:
-            where = f" WHERE {_CHANNEL_FILTER[table]}" if channel_key else ""
+        wheres = {
+            table: f" WHERE {_CHANNEL_FILTER[table]}" if channel_key else ""
+            for table, _, _ in _TABLES
+        }
+        total = 0
+        for table, _, _ in _TABLES:
             rows = await db.execute_fetchall(
-                f"SELECT {', '.join(columns)} FROM {table}{where} ORDER BY rowid",  # noqa: S608
+                f"SELECT COUNT(*) FROM {table}{wheres[table]}",  # noqa: S608
                 params,
             )
-            records.extend({"type": kind, **dict(zip(columns, row, strict=True))} for row in rows)
+            total += int(next(iter(rows))[0])
+        sized(total)
+        for table, kind, columns in _TABLES:
+            async with db.execute(
+                f"SELECT {', '.join(columns)} FROM {table}{wheres[table]} ORDER BY rowid",  # noqa: S608
+                params,
+            ) as cursor:
+                while rows := list(await cursor.fetchmany(_CHUNK)):
+                    write([{"type": kind, **dict(zip(columns, row, strict=True))} for row in rows])
+                    written += len(rows)
     finally:
         await db.execute("COMMIT")
+    return written
+
+
+async def export_records(
+    db: aiosqlite.Connection, *, channel_key: str | None
+) -> list[dict[str, Any]]:
+    """:func:`export_each`'s records, as one list."""
+    records: list[dict[str, Any]] = []
+    await export_each(db, channel_key=channel_key, write=records.extend)
     return records
 
 
@@ -193,11 +253,89 @@ async def _insert(db: aiosqlite.Connection, record: dict[str, Any], *, keep_id: 
     except (sqlite3.IntegrityError, sqlite3.ProgrammingError) as exc:
         ident = record.get("id", record.get("key"))
         if "UNIQUE" in str(exc):
-            raise ArchiveError(
-                f"{record['type']} {ident} is already in the database; nothing imported"
-                " (reset that channel first, or import into another database)"
-            ) from None
+            raise _Clash from None
         raise ArchiveError(f"{record['type']} {ident}: {exc}; nothing imported") from None
+
+
+class _Clash(Exception):
+    """A record is already in the database (``_refusal`` says what to do)."""
+
+
+async def _import_conversation(db: aiosqlite.Connection, record: dict[str, Any]) -> None:
+    """A conversation, unless it is here already; one that is here but holds no messages or
+    summary (a reset left it) takes the export's, its generation moved past both."""
+    held = await db.execute_fetchall(
+        "SELECT generation, EXISTS (SELECT 1 FROM messages WHERE conversation = :key)"
+        " OR EXISTS (SELECT 1 FROM summaries WHERE conversation = :key)"
+        " FROM conversations WHERE key = :key",
+        {"key": record["key"]},
+    )
+    row = next(iter(held), None)
+    if row is None:
+        await _insert(db, record, keep_id=True)
+        return
+    if row[1]:
+        raise _Clash
+    await db.execute(
+        "UPDATE conversations SET generation = MAX(generation, ?) + 1, created_at = ?"
+        " WHERE key = ?",
+        (record["generation"], record["created_at"], record["key"]),
+    )
+
+
+async def _refusal(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> str:
+    """What to do about records already in the database: the ``bot reset`` that makes room
+    for them, or, when their ids are another conversation's, another database."""
+    keys = {str(r["conversation"]) for r in records if r["type"] in ("message", "summary")}
+    keys |= {str(r["key"]) for r in records if r["type"] == "conversation"}
+    held: set[str] = set()
+    for key in keys:
+        rows = await db.execute_fetchall(
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE conversation = :key)"
+            " OR EXISTS (SELECT 1 FROM summaries WHERE conversation = :key)",
+            {"key": key},
+        )
+        if next(iter(rows))[0]:
+            held.add(key)
+    pinned: set[str] = set()
+    for record in records:
+        if record["type"] not in ("message", "summary", "pin"):
+            continue
+        table, _ = _BY_TYPE[record["type"]]
+        owner = "channel_key" if record["type"] == "pin" else "conversation"
+        rows = await db.execute_fetchall(
+            f"SELECT {owner} FROM {table} WHERE id = ?",  # noqa: S608 (constant names)
+            (record["id"],),
+        )
+        here = next((str(row[0]) for row in rows), None)
+        if here is None:
+            continue
+        if record["type"] == "pin" and here == record["channel_key"]:
+            pinned.add(here)
+            continue
+        if here in held:
+            continue
+        return (
+            f"{record['type']} {record['id']} is another conversation's here ({here});"
+            " nothing imported (an export keeps its ids: import it into the database it"
+            " came from, or into a new one)"
+        )
+    channels = sorted({Conversation.from_key(key).channel_key for key in held} | pinned)
+    commands = []
+    for channel in channels:
+        threads = any(key != channel and key.startswith(channel + ":") for key in held)
+        flags = (" --threads" if threads else "") + (" --pins" if channel in pinned else "")
+        commands.append(f"bot reset --channel {channel}{flags}")
+    if len(commands) > 3:
+        return (
+            f"{len(channels)} of its channels are here already; nothing imported (import a"
+            " whole database into a new one, or restore a backup)"
+        )
+    return (
+        f"{', '.join(channels)} already here; nothing imported. To replace what is here with"
+        f" the file's, run {' and '.join(f'`{c}`' for c in commands)}, then import again"
+        " (or import into another database)"
+    )
 
 
 async def _import_fact(
@@ -234,7 +372,11 @@ async def _import_forget(db: aiosqlite.Connection, record: dict[str, Any]) -> No
         raise ArchiveError(f"profile_forget {record['user_id']}: {exc}; nothing imported") from None
 
 
-async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> Imported:
+async def import_records(
+    db: aiosqlite.Connection,
+    records: list[dict[str, Any]],
+    advance: Callable[[int], None] = lambda count: None,
+) -> Imported:
     """Insert the records in one transaction, ids kept; nothing is written when any of them
     is already there (import into a database without that channel, e.g. after a reset),
     except profiles, which are merged (the module's docstring says how)."""
@@ -250,7 +392,9 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
                 "SELECT platform, workspace, user_id, forgot_at FROM profile_forgets"
             )
         }
-        for record in records:
+        for number, record in enumerate(records, 1):
+            if number % _CHUNK == 0:
+                advance(_CHUNK)
             if record["type"] == "profile_fact":
                 person = (record["platform"], record["workspace"], record["user_id"])
                 outcome = await _import_fact(db, record, forgot.get(person))
@@ -260,6 +404,8 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
                     continue
             elif record["type"] == "profile_forget":
                 await _import_forget(db, record)
+            elif record["type"] == "conversation":
+                await _import_conversation(db, record)
             else:
                 await _insert(db, record, keep_id=True)
                 if record["type"] == "message":
@@ -267,6 +413,10 @@ async def import_records(db: aiosqlite.Connection, records: list[dict[str, Any]]
             written += 1
         # What a running bot holds of these conversations' turns is read again.
         await db.executemany(MARK_CONVERSATION, [(key,) for key in touched])
+        advance(len(records) % _CHUNK)
+    except _Clash:
+        await db.execute("ROLLBACK")
+        raise ArchiveError(await _refusal(db, records)) from None
     except BaseException:
         await db.execute("ROLLBACK")
         raise

@@ -468,6 +468,7 @@ class SqliteStore:
         store = cls(db, path)
         try:
             await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await store._check_version()  # before anything is written
             journal = await db.execute_fetchall("PRAGMA journal_mode = WAL")
             await db.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[synchronous]}")
             await db.execute("PRAGMA foreign_keys = ON")
@@ -505,13 +506,25 @@ class SqliteStore:
             return list(await self._db.execute_fetchall(sql, params))
         return self._reader.execute(sql, params).fetchall()
 
-    async def _migrate(self) -> None:
+    async def _version(self) -> int:
         rows = await self._db.execute_fetchall("PRAGMA user_version")
-        version = next(iter(rows))[0]
+        return int(next(iter(rows))[0])
+
+    async def _check_version(self) -> None:
+        """A database a newer bot has migrated is refused (it may hold what this version
+        would not keep right)."""
+        version = await self._version()
         if version > SCHEMA_VERSION:
             raise DatabaseError(
-                f"database {self.path} has schema {version}; this version knows {SCHEMA_VERSION}"
+                f"database {self.path} was written by a newer version of the bot (schema"
+                f" {version}; this one knows {SCHEMA_VERSION}): upgrade the bot, or restore"
+                " a backup taken before"
             )
+
+    async def _migrate(self) -> None:
+        version = await self._version()
+        if 0 < version < SCHEMA_VERSION:
+            log.info("migrating %s from schema %d to %d", self.path, version, SCHEMA_VERSION)
         for number in range(version, SCHEMA_VERSION):
             async with self._transaction():
                 for statement in _statements(_MIGRATIONS[number]):
@@ -1091,11 +1104,9 @@ class SqliteStore:
             await self._db.execute("DELETE FROM message_changes WHERE conversation = ?", (key,))
             await self._db.execute(MARK_CONVERSATION, (key,))
             await self._db.execute("DELETE FROM summaries WHERE conversation = ?", (key,))
+            # Kept, with its generation moved on (a summary in flight is discarded); never made.
             await self._db.execute(
-                "INSERT INTO conversations (key, channel_key, generation, created_at)"
-                " VALUES (?, ?, 1, ?)"
-                " ON CONFLICT (key) DO UPDATE SET generation = generation + 1",
-                (key, conversation.channel_key, time.time()),
+                "UPDATE conversations SET generation = generation + 1 WHERE key = ?", (key,)
             )
             if include_pins:
                 await self._db.execute(
@@ -1152,6 +1163,14 @@ class SqliteStore:
             " FROM conversations c ORDER BY c.key"
         )
         return [ConversationInfo(*row) for row in rows]
+
+    async def known_keys(self) -> set[str]:
+        """Every conversation's key, and the channel of every pin (a channel may hold only
+        pins)."""
+        rows = await self._db.execute_fetchall(
+            "SELECT key FROM conversations UNION SELECT channel_key FROM pins"
+        )
+        return {str(row[0]) for row in rows}
 
     async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
         now = time.time()
@@ -1222,10 +1241,13 @@ class SqliteStore:
                 )
         return updated
 
-    async def backup(self, target: Path) -> None:
-        """A consistent copy of the database at ``target``, taken while the bot runs."""
+    async def backup(
+        self, target: Path, pages: Callable[[int, int], None] = lambda done, total: None
+    ) -> None:
+        """A consistent copy of the database at ``target``, taken while the bot runs;
+        ``pages``: copied and total, after each step."""
         async with self._write_lock:
-            await archive.backup(self._db, target)
+            await archive.backup(self._db, target, pages)
 
     async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
         """One channel's conversations, messages, pins and summaries, and its people's
@@ -1233,9 +1255,26 @@ class SqliteStore:
         async with self._write_lock:
             return await archive.export_records(self._db, channel_key=channel_key)
 
-    async def import_records(self, records: list[dict[str, Any]]) -> archive.Imported:
+    async def export_each(
+        self,
+        *,
+        channel_key: str | None,
+        write: Callable[[list[dict[str, Any]]], None],
+        sized: Callable[[int], None] = lambda total: None,
+    ) -> int:
+        """:meth:`export_records` a chunk at a time (``bot export``)."""
         async with self._write_lock:
-            imported = await archive.import_records(self._db, records)
+            return await archive.export_each(
+                self._db, channel_key=channel_key, write=write, sized=sized
+            )
+
+    async def import_records(
+        self,
+        records: list[dict[str, Any]],
+        advance: Callable[[int], None] = lambda count: None,
+    ) -> archive.Imported:
+        async with self._write_lock:
+            imported = await archive.import_records(self._db, records, advance)
         self._known.clear()
         self._rows.clear()
         self._turns.clear()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, load_config
+from bot.config import ConfigError, load_config, require_platform_tokens
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 HEAD = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
@@ -43,7 +43,6 @@ def test_keys_are_read_and_the_token_comes_from_the_environment(tmp_path: Path) 
     ("text", "message"),
     [
         ("discord: {enabled: true, token: abc}\n", "discord.token: secrets are read from the"),
-        ("discord: {enabled: true}\n", "discord: enabled, but DISCORD_TOKEN is not set"),
         ("discord: {record: some}\n", "discord.record: Input should be 'all' or 'addressed'"),
         ("discord: {answer_channel: [1]}\n", "discord.answer_channel: unknown key"),
     ],
@@ -52,3 +51,9 @@ def test_bad_discord_settings_fail_with_the_key(tmp_path: Path, text: str, messa
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, text), env={})
     assert message in str(caught.value)
+
+
+def test_a_missing_token_is_named_when_connecting_not_when_loading(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "discord: {enabled: true}\n"), env={})
+    with pytest.raises(ConfigError, match="discord: enabled, but DISCORD_TOKEN is not set"):
+        require_platform_tokens(config)
