@@ -19,9 +19,10 @@ from bot.http_server import serve_http
 from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
-from bot.store.archive import ArchiveError, dump_lines, parse_lines
+from bot.store.archive import ArchiveError, BackupError, dump_lines, os_reason, parse_lines
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
+from bot.textfile import NotUtf8, utf8_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -149,6 +150,19 @@ def _channel_name(value: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is caught rather than met at exit
+    except BrokenPipeError:
+        # Whoever read stdout stopped (``bot stats | head``): exit quietly, as the Python docs'
+        # "Note on SIGPIPE" does, with stdout sent to devnull for the final flush.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     path = config_path(getattr(args, "config", None), os.environ)
     try:
@@ -297,7 +311,11 @@ async def _stats(app: App, channel: str | None) -> int:
 
 
 async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
-    await store.backup(args.path)
+    try:
+        await store.backup(args.path)
+    except BackupError as exc:
+        print(f"bot backup: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     print(f"backed up {store.path} to {args.path}", file=sys.stderr)
     return EXIT_OK
 
@@ -312,8 +330,13 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
             return EXIT_USAGE
     records = await store.export_records(channel_key=channel_key)
     if args.output:
-        with args.output.open("w", encoding="utf-8") as out:
-            out.writelines(dump_lines(records))
+        try:
+            with args.output.open("w", encoding="utf-8") as out:
+                out.writelines(dump_lines(records))
+        except OSError as exc:
+            reason = os_reason(exc, args.output)
+            print(f"bot export: cannot write {args.output}: {reason}", file=sys.stderr)
+            return EXIT_FAILED
     else:
         sys.stdout.writelines(dump_lines(records))
     print(f"exported {len(records)} records", file=sys.stderr)
@@ -323,12 +346,12 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
 async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
     try:
         if args.file:
-            with args.file.open(encoding="utf-8") as source:
-                records = parse_lines(source)
+            with args.file.open("rb") as source:
+                records = parse_lines(utf8_lines(source, str(args.file)))
         else:
-            records = parse_lines(sys.stdin)
+            records = parse_lines(utf8_lines(sys.stdin.buffer, "stdin"))
         imported = await store.import_records(records)
-    except (ArchiveError, OSError) as exc:
+    except (ArchiveError, OSError, NotUtf8) as exc:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
     known, forgotten = imported.known_facts, imported.forgotten_facts

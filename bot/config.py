@@ -15,6 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bot.textfile import NotUtf8, read_text
+
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 
 _SECRET_KEYS = {
@@ -244,11 +246,13 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
     """Read, validate and complete the config with secrets from ``env``."""
     env = os.environ if env is None else env
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except OSError as exc:
         raise ConfigError(f"config file unreadable: {path}: {exc.strerror}") from None
+    except NotUtf8 as exc:
+        raise ConfigError(str(exc)) from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -23,6 +23,7 @@ on).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -99,19 +100,54 @@ class Imported:
     """Profile facts skipped: written before their person's last ``/forget`` here."""
 
 
+class BackupError(Exception):
+    """A backup cannot be written where it was asked for; the message says why."""
+
+
 async def backup(db: aiosqlite.Connection, target: Path) -> None:
     """A consistent copy of the live database at ``target`` (SQLite's online backup API),
-    written beside it and renamed into place, so ``target`` is never half-written."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.unlink(missing_ok=True)
-    copy = sqlite3.connect(partial, check_same_thread=False)
+    written beside it and renamed into place, so ``target`` is never half-written; on
+    failure nothing is left behind."""
+    partial = _partial_for(target)
     try:
-        await db.backup(copy)
-        copy.execute("PRAGMA journal_mode = DELETE")
+        partial.unlink(missing_ok=True)
+        copy = sqlite3.connect(partial, check_same_thread=False)
+        try:
+            await db.backup(copy)
+            copy.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            copy.close()
+        os.replace(partial, target)
+    except (OSError, sqlite3.Error) as exc:
+        raise BackupError(f"cannot write {target}: {os_reason(exc, target)}") from None
     finally:
-        copy.close()
-    os.replace(partial, target)
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+
+
+def _partial_for(target: Path) -> Path:
+    """Where the copy is written before it is renamed to ``target``, its folder made."""
+    if target.is_dir():
+        raise BackupError(f"{target} is a folder: name the file, e.g. {target / 'bot.sqlite3'}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BackupError(
+            f"cannot create the folder {target.parent}: {os_reason(exc, target.parent)}"
+        ) from None
+    return target.with_name(target.name + ".partial")
+
+
+def os_reason(exc: BaseException, path: object = None) -> str:
+    """What went wrong with ``path``, naming the path at fault when it is another one
+    (``FileExistsError`` from ``mkdir``: a file is where a folder must be)."""
+    culprit = getattr(exc, "filename", None)
+    if isinstance(exc, FileExistsError) and culprit:
+        return f"{culprit} is a file, not a folder"
+    if isinstance(exc, OSError) and exc.strerror:
+        other = culprit is not None and str(culprit) != str(path)
+        return f"{exc.strerror}: {culprit}" if other else exc.strerror
+    return str(exc)
 
 
 async def export_records(
