@@ -223,3 +223,25 @@ def test_bot_run_with_the_http_port_taken_says_so_in_one_line(tmp_path: Path) ->
         f"bot run: http: cannot listen on 127.0.0.1:{port} (http.host, http.port):"
     )
     assert line.endswith("address already in use"), line
+
+
+def test_bot_run_with_the_slack_port_taken_says_so_in_one_line(tmp_path: Path) -> None:
+    from tests.support.fake_slack import FakeSlack
+
+    fake = FakeSlack.start_in_thread()
+    try:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            slack = {"enabled": True, "mode": "http", "host": "127.0.0.1", "port": port}
+            config = write_config(tmp_path, slack={**slack, "api_base_url": fake.api_url})
+            env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "signing-secret"}
+            done = bot("run", "--config", str(config), cwd=tmp_path, env=env)
+    finally:
+        fake.stop()
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr, done.stderr
+    line = done.stderr.splitlines()[-1]
+    assert line.startswith(f"bot run: slack: cannot listen on 127.0.0.1:{port} (slack.host,")
+    assert line.endswith("address already in use"), line
