@@ -67,6 +67,7 @@ class SocketClient(SocketModeClient):
                 self.connect_operation_lock.release()
 
     def _stopped(self) -> bool:
+        """Whether :meth:`close` was called meanwhile (read anew after each await)."""
         return self.closed
 
     async def _connect_once(self) -> None:
