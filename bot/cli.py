@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import os
 import sqlite3
@@ -32,9 +33,10 @@ from bot.logs import setup_logging
 from bot.models import Conversation
 from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
 from bot.progress import shown
-from bot.store.archive import ArchiveError, dump_lines, parse_lines
+from bot.store.archive import ArchiveError, BackupError, dump_lines, os_reason, parse_lines
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
+from bot.textfile import NotUtf8, utf8_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -195,6 +197,19 @@ def _request_url(value: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is caught rather than met at exit
+    except BrokenPipeError:
+        # Whoever read stdout stopped (``bot stats | head``): exit quietly, as the Python docs'
+        # "Note on SIGPIPE" does, with stdout sent to devnull for the final flush.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "slack-manifest":  # needs no configuration
         from bot.slack_adapter.manifest import manifest_yaml
@@ -398,7 +413,11 @@ async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
                 progress.set_total(total)
             progress.advance(done - progress.done)
 
-        await store.backup(args.path, pages)
+        try:
+            await store.backup(args.path, pages)
+        except BackupError as exc:
+            print(f"bot backup: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     print(f"backed up {store.path} to {args.path}", file=sys.stderr)
     return EXIT_OK
 
@@ -428,9 +447,16 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
             )
         if partial:
             partial.replace(args.output)
+    except OSError as exc:
+        if partial is None:
+            raise
+        reason = os_reason(exc, exc.filename or args.output)
+        print(f"bot export: cannot write {args.output}: {reason}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         if partial:
-            partial.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
     print(f"exported {count} records", file=sys.stderr)
     return EXIT_OK
 
@@ -438,13 +464,13 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
 async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
     try:
         if args.file:
-            with args.file.open(encoding="utf-8") as source:
-                records = parse_lines(source)
+            with args.file.open("rb") as source:
+                records = parse_lines(utf8_lines(source, str(args.file)))
         else:
-            records = parse_lines(sys.stdin)
+            records = parse_lines(utf8_lines(sys.stdin.buffer, "stdin"))
         with shown("import", total=len(records), unit="records") as progress:
             imported = await store.import_records(records, progress.advance)
-    except (ArchiveError, OSError) as exc:
+    except (ArchiveError, OSError, NotUtf8) as exc:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
     known, forgotten = imported.known_facts, imported.forgotten_facts

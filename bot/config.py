@@ -15,6 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bot.textfile import NotUtf8, read_text
+
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 
 _SECRET_KEYS = {
@@ -327,11 +329,13 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def read_config_file(path: Path) -> dict[str, Any]:
     """One config file's top-level mapping (empty for an empty file)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except OSError as exc:
         raise ConfigError(f"config file unreadable: {path}: {exc.strerror}") from None
+    except NotUtf8 as exc:
+        raise ConfigError(str(exc)) from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -38,6 +38,7 @@ from bot.context import Prompt, PromptTooLarge
 from bot.engine import Engine
 from bot.llm import Completion, LLMError
 from bot.models import CommandCall, Conversation, IncomingMessage, ReplyKind
+from bot.textfile import NotUtf8, read_text
 
 CHANNEL = Conversation(platform="eval", workspace="local", channel="transcript")
 _START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -188,9 +189,11 @@ def parse_transcript(text: str, *, name: str = "transcript") -> Transcript:
 
 def load_transcript(path: Path) -> Transcript:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise TranscriptError(f"{path}: {exc.strerror or exc}") from None
+    except NotUtf8 as exc:
+        raise TranscriptError(str(exc)) from None
     return parse_transcript(text, name=str(path))
 
 

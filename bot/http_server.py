@@ -10,7 +10,7 @@ from aiohttp import web
 
 from bot.app import App
 from bot.metrics import CONTENT_TYPE_LATEST, PrometheusObserver
-from bot.platforms import Platform
+from bot.platforms import Platform, PlatformError
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,13 @@ async def serve_http(app: App, platforms: Sequence[Platform]) -> AsyncIterator[i
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            where = f"{settings.host}:{settings.port}"
+            raise PlatformError(
+                f"http: cannot listen on {where} (http.host, http.port): {exc.strerror or exc}"
+            ) from None
         server = site._server
         sockets = getattr(server, "sockets", None) or ()
         port = sockets[0].getsockname()[1] if sockets else settings.port

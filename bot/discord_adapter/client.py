@@ -44,6 +44,9 @@ class MemoryClient(discord.Client):
     def __init__(
         self, *, engine: Engine, settings: DiscordConfig, guild_ready_timeout: float = 2.0
     ) -> None:
+        # The bot never joins voice: discord.py need not warn on each start that the voice
+        # libraries are not installed.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(
             intents=intents(),
             allowed_mentions=NO_MENTIONS,

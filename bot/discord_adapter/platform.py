@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from itertools import count
 
+import aiohttp
 import discord
 import yarl
 
+from bot import reconnect
 from bot.config import DiscordConfig
 from bot.discord_adapter.catch_up import catch_up
 from bot.discord_adapter.client import MemoryClient
@@ -27,6 +30,25 @@ BAD_TOKEN = (
     "Discord rejected DISCORD_TOKEN. Copy the bot token again from the Developer Portal "
     "(Bot > Reset Token) into the DISCORD_TOKEN environment variable."
 )
+
+
+_STOP_SECONDS = 5.0  # for discord.py's connect to end once closed (it may be waiting to retry)
+_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=15)
+_RECONNECT_LOG = "Attempting a reconnect in %.2fs"
+
+
+class OneLineReconnects(logging.Filter):
+    """discord.py logs each reconnect of its gateway with a traceback: this keeps its line at
+    warning level, with the cause instead of the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _RECONNECT_LOG and record.exc_info and record.exc_info[1]:
+            cause = reconnect.cause(record.exc_info[1])
+            record.msg = "discord: gateway connection failed (%s); reconnecting in %.1f s"
+            record.args = (cause, *(record.args or ()))
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
 
 def point_at(*, api_base_url: str | None, gateway_url: str | None) -> None:
@@ -50,6 +72,7 @@ class DiscordPlatform:
         )
         self._running: asyncio.Task[None] | None = None
         self._catch_up: asyncio.Task[None] | None = None
+        self._reconnects: OneLineReconnects | None = None
 
     @property
     def name(self) -> str:
@@ -65,9 +88,17 @@ class DiscordPlatform:
         except discord.LoginFailure:
             await self.client.close()
             raise PlatformError(BAD_TOKEN) from None
+        except (OSError, aiohttp.ClientError, TimeoutError, discord.HTTPException) as exc:
+            await self.client.close()
+            raise PlatformError(
+                f"discord: cannot reach {discord.http.Route.BASE}: {reconnect.cause(exc)}"
+            ) from None
         except BaseException:
             await self.client.close()
             raise
+        self._reconnects = OneLineReconnects()
+        logging.getLogger("discord.client").addFilter(self._reconnects)
+        await self._reach_gateway()
         self._running = asyncio.create_task(self.client.connect(), name="discord gateway")
         ready = asyncio.create_task(self.client.wait_until_ready())
         await asyncio.wait({self._running, ready}, return_when=asyncio.FIRST_COMPLETED)
@@ -80,6 +111,30 @@ class DiscordPlatform:
         if isinstance(error, discord.PrivilegedIntentsRequired):
             raise PlatformError(MISSING_INTENT)
         raise PlatformError(f"Discord connection failed: {error!r}")
+
+    async def _reach_gateway(self) -> None:
+        """Wait until the gateway takes a websocket, retrying with a growing delay: discord.py
+        retries only once it has had a connection (before, its loop ends in an AttributeError,
+        discord.py issue 10520)."""
+        gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+        async with aiohttp.ClientSession(timeout=_PROBE_TIMEOUT) as session:
+            for attempt in count(1):
+                try:
+                    async with session.ws_connect(gateway):
+                        pass
+                except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+                    wait = reconnect.delay(attempt)
+                    log.warning(
+                        "discord: cannot connect to the gateway %s (%s); retrying in %.1f s "
+                        "(attempt %d)",
+                        gateway,
+                        reconnect.cause(exc),
+                        wait,
+                        attempt,
+                    )
+                    await asyncio.sleep(wait)
+                else:
+                    return
 
     async def _catch_up_now(self) -> None:
         try:
@@ -94,5 +149,10 @@ class DiscordPlatform:
                 await self._catch_up
         await self.client.close()
         if self._running is not None:
+            # Closed, its loop ends at once, or after the delay it is waiting out to reconnect.
+            await asyncio.wait({self._running}, timeout=_STOP_SECONDS)
+            self._running.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await self._running
+        if self._reconnects is not None:
+            logging.getLogger("discord.client").removeFilter(self._reconnects)

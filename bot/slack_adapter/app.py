@@ -585,20 +585,14 @@ def _refuse(what: str, exc: Exception) -> BoltResponse:
     return _NOT_STORED
 
 
-def build_app(
-    *,
-    client: AsyncWebClient,
-    listeners: Listeners,
-    signing_secret: str | None,
-) -> AsyncApp:
-    """The Bolt app on ``client`` (whose base URL may point anywhere), with the listeners."""
-    app = AsyncApp(
-        client=client,
+def build_app(*, token: str | None, signing_secret: str | None) -> AsyncApp:
+    """The Bolt app, with a Web API client of its own for ``token`` (a client handed to Bolt
+    makes it warn on every start that the SLACK_BOT_TOKEN it finds will be unused)."""
+    return AsyncApp(
+        token=token,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
         logger=logging.getLogger("slack_bolt"),
         name="channel-memory-bot",
         process_before_response=True,  # the response waits for what the listener commits
     )
-    listeners.register(app)
-    return app

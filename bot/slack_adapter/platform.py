@@ -6,7 +6,6 @@ import logging
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -18,26 +17,33 @@ from bot.platforms import PlatformError
 from bot.slack_adapter.app import Identity, Listeners, build_app, identify
 from bot.slack_adapter.catch_up import catch_up
 from bot.slack_adapter.gate import Gate
+from bot.slack_adapter.socket import SocketHandler
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 DEFAULT_API_BASE_URL = "https://slack.com/api/"
 _RATE_LIMIT_RETRIES = 3
-SOCKET_LOGGER = "slack_sdk.socket_mode"
+WEB_LOGGER = "slack_sdk.web.async_base_client"
 
 
-def make_client(settings: SlackConfig) -> AsyncWebClient:
-    """The Web API client: the bot token, the configured base URL, and 429s retried after
-    the ``Retry-After`` the API sends."""
+def point(client: AsyncWebClient, settings: SlackConfig) -> AsyncWebClient:
+    """``client`` on the configured base URL, with 429s retried after the ``Retry-After`` the
+    API sends."""
     base_url = settings.api_base_url or DEFAULT_API_BASE_URL
-    client = AsyncWebClient(
-        token=settings.bot_token, base_url=base_url if base_url.endswith("/") else base_url + "/"
-    )
+    client.base_url = base_url if base_url.endswith("/") else base_url + "/"
+    # slack_sdk's logger, as on a client made without one (Bolt gives the client it makes its
+    # own): the debug lines hold every request and response, shown only with slack_sdk_debug.
+    client._logger = logging.getLogger(WEB_LOGGER)
     client.retry_handlers.append(
         AsyncRateLimitErrorRetryHandler(max_retry_count=_RATE_LIMIT_RETRIES)
     )
     return client
+
+
+def make_client(settings: SlackConfig) -> AsyncWebClient:
+    """A Web API client for the bot token, as :func:`point` sets it up."""
+    return point(AsyncWebClient(token=settings.bot_token), settings)
 
 
 async def probe(settings: SlackConfig) -> tuple[bool, str]:
@@ -65,7 +71,7 @@ class SlackPlatform:
         self.port: int | None = None
         """HTTP mode: the port actually bound (``slack.port: 0`` picks a free one)."""
         self._connected = False
-        self._socket: AsyncSocketModeHandler | None = None
+        self._socket: SocketHandler | None = None
         self._runner: web.AppRunner | None = None
         self._gate: Gate | None = None
 
@@ -78,7 +84,12 @@ class SlackPlatform:
         return self._connected
 
     async def start(self) -> None:
-        client = make_client(self.settings)
+        http = self.settings.mode is SlackMode.HTTP
+        app = build_app(
+            token=self.settings.bot_token,
+            signing_secret=self.settings.signing_secret if http else None,
+        )
+        client = point(app.client, self.settings)
         try:
             self.identity = await identify(client)
         except SlackApiError as exc:
@@ -90,44 +101,46 @@ class SlackPlatform:
         self.listeners = Listeners(
             engine=self.engine, client=client, settings=self.settings, identity=self.identity
         )
-        http = self.settings.mode is SlackMode.HTTP
-        app = build_app(
-            client=client,
-            listeners=self.listeners,
-            signing_secret=self.settings.signing_secret if http else None,
-        )
+        self.listeners.register(app)
         if http:
             self._gate = Gate(app, self.settings.signing_secret or "")
             runner = self._gate.runner(EVENTS_PATH)
             await runner.setup()
-            await web.TCPSite(runner, self.settings.host, self.settings.port).start()
             self._runner = runner
+            where = f"{self.settings.host}:{self.settings.port}"
+            try:
+                await web.TCPSite(runner, self.settings.host, self.settings.port).start()
+            except OSError as exc:
+                raise PlatformError(
+                    f"slack: cannot listen on {where} (slack.host, slack.port): "
+                    f"{exc.strerror or exc}"
+                ) from None
             self.port = runner.addresses[0][1]
             log.info("slack: serving %s on %s:%d", EVENTS_PATH, self.settings.host, self.port)
         else:
-            self._socket = await self._open_socket(app, client)
+            await self._open_socket(app, client)
         self._connected = True
         self.listeners.background(
             catch_up(self.listeners, self.engine.config.catch_up), "slack catch-up"
         )
 
-    async def _open_socket(self, app: AsyncApp, client: AsyncWebClient) -> AsyncSocketModeHandler:
+    async def _open_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
         """Connect in Socket Mode. The first websocket URL is asked for here, so a refused app
-        token stops ``bot run`` with one line instead of slack_sdk's endless retries."""
+        token stops ``bot run`` with one line; a socket that cannot be reached is retried."""
+        url: str | None = None
         try:
             opened = await client.apps_connections_open(app_token=self.settings.app_token or "")
+            url = str(opened["url"])
         except SlackApiError as exc:
             raise PlatformError(
                 f"slack: apps.connections.open failed: {exc.response.get('error')} "
                 "(SLACK_APP_TOKEN must be an xapp- token with connections:write)"
             ) from None
-        # slack_sdk's logger, not Bolt's: its debug lines hold every envelope received.
-        handler = AsyncSocketModeHandler(
-            app, app_token=self.settings.app_token, logger=logging.getLogger(SOCKET_LOGGER)
-        )
-        handler.client.wss_uri = str(opened["url"])
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        return handler
+        except (OSError, aiohttp.ClientError, TimeoutError):
+            pass  # asked for again by each attempt to connect
+        # Kept before connecting, so that stop() closes it whatever point it has reached.
+        self._socket = SocketHandler(app, app_token=self.settings.app_token or "", wss_uri=url)
+        await self._socket.connect_async()  # type: ignore[no-untyped-call]
 
     async def stop(self) -> None:
         """Stop taking events, give in-flight replies a moment, disconnect."""

@@ -458,7 +458,9 @@ class SqliteStore:
             try:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise DatabaseError(f"cannot open database {path}: {exc.strerror}") from exc
+                raise DatabaseError(
+                    f"cannot open database {path}: {archive.os_reason(exc, Path(path).parent)}"
+                ) from exc
         try:
             # Refusals come from here: aiosqlite's thread outlives a failed connect.
             sqlite3.connect(path).close()

@@ -275,6 +275,8 @@ class FakeDiscord:
         self.identify: JSON | None = None
         self.rate_limited: list[str] = []
         self.refuse_files = False
+        self.refuse_gateway: int | None = None
+        """An HTTP status the gateway's websocket is refused with, instead of upgraded."""
         """True: messages with attachments get 403 Missing Permissions (no Attach Files)."""
         self._rate_limit: re.Pattern[str] | None = None
         self._ws: web.WebSocketResponse | None = None
@@ -500,7 +502,14 @@ class FakeDiscord:
 
     # -- gateway --------------------------------------------------------------------------
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def drop_gateway(self, code: int = 4000) -> None:
+        """Close the bot's gateway connection with ``code`` (4000: an error it may resume)."""
+        assert self._ws is not None, "the bot is not connected"
+        await self._ws.close(code=code)
+
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self.refuse_gateway is not None:
+            return web.Response(status=self.refuse_gateway, text="refused")
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self._ws = ws

@@ -86,6 +86,11 @@ class FakeSlack:
         """Method → seconds it takes to answer."""
         self.arrived: list[str] = []
         """Methods called, as each call arrives (before it is answered)."""
+        self.socket_url: str | None = None
+        """What ``apps.connections.open`` answers instead of this server's websocket (a closed
+        port, say)."""
+        self.refuse_socket: int | None = None
+        """An HTTP status the websocket is refused with, instead of upgraded."""
         self._envelopes = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_ready = asyncio.Event()
@@ -212,7 +217,16 @@ class FakeSlack:
 
         return await asyncio.wait_for(wait(), 5)
 
-    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+    async def drop_sockets(self) -> None:
+        """Close every connected websocket (as Slack does when it goes away)."""
+        for socket in self._sockets:
+            await socket.close()
+        self._sockets.clear()
+        self._socket_ready.clear()
+
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        if self.refuse_socket is not None:
+            return web.Response(status=self.refuse_socket, text="refused")
         socket = web.WebSocketResponse()
         await socket.prepare(request)
         self._sockets.append(socket)
@@ -303,7 +317,7 @@ class FakeSlack:
         if method == "auth.test":
             return {"user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "memorybot"}
         if method == "apps.connections.open":
-            return {"url": f"{self.url.replace('http', 'ws', 1)}/socket"}
+            return {"url": self.socket_url or f"{self.url.replace('http', 'ws', 1)}/socket"}
         if method == "users.info":
             user = str(params.get("user"))
             name = self.users.get(user, "")
