@@ -24,6 +24,9 @@ from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_CONFIG = 78
+"""The configuration is unusable (sysexits' EX_CONFIG): a supervisor can tell it from a crash
+and not restart the bot until the file is fixed."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -154,8 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(path)
     except ConfigError as exc:
-        print(f"bot: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        for problem in exc.problems:
+            print(f"bot: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     setup_logging(
         config.logging.level,
         os.environ,
@@ -206,7 +210,7 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
                     "`bot chat` to talk to the bot in the terminal.",
                     file=sys.stderr,
                 )
-                return EXIT_USAGE
+                return EXIT_CONFIG
             return EXIT_OK
         if args.command == "chat":
             from bot.console import chat
