@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sqlite3
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bot import __version__
-from bot.app import App, open_app
+from bot.app import App, missing_keys, open_app
 from bot.config import Config, ConfigError, Strategy, config_path, load_config
 from bot.http_server import serve_http
 from bot.logs import setup_logging
@@ -23,6 +24,7 @@ from bot.store.archive import ArchiveError, dump_lines, parse_lines
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
 
+log = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_CONFIG = 78
 """The configuration is unusable (sysexits' EX_CONFIG): a supervisor can tell it from a crash
@@ -193,6 +195,9 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
             return await _STORE_COMMANDS[args.command](store, args)
         finally:
             await store.close()
+    if args.command in ("run", "chat"):
+        for line in missing_keys(config):
+            log.warning("%s", line)
     async with open_app(config) as app:
         if args.command == "run":
             await app.engine.backfill_embeddings()

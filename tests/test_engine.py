@@ -161,7 +161,7 @@ async def test_model_failures_get_an_honest_reply_and_history_stays_consistent(
             (Reply(text=""), "empty reply"),
             (
                 Reply(status=401, error={"error": {"message": "bad key sk-123", "code": None}}),
-                "credentials",
+                "no API key is set; an operator needs to set OPENAI_API_KEY",
             ),
         ]
         for scripted, expected in cases:
