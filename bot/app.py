@@ -20,6 +20,7 @@ from bot.observe import NoObserver, ObservedChatModel, Observer
 from bot.store.sqlite import SqliteStore
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer, install_encodings
+from bot.wording import counted
 
 log = logging.getLogger(__name__)
 _ENCODING_KEY = "token_encoding"
@@ -134,7 +135,11 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         if await store.get_meta(_ENCODING_KEY) != counted_as:
             recounted = await store.retokenize(tokenizer.count)
             if recounted:
-                log.info("recounted %d stored messages with %s", recounted, tokenizer.encoding_name)
+                log.info(
+                    "recounted %s with %s",
+                    counted(recounted, "stored message"),
+                    tokenizer.encoding_name,
+                )
             await store.set_meta(_ENCODING_KEY, counted_as)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)

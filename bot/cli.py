@@ -23,6 +23,7 @@ from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, r
 from bot.store.archive import ArchiveError, dump_lines, parse_lines
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
+from bot.wording import counted
 
 log = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -325,7 +326,7 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
             out.writelines(dump_lines(records))
     else:
         sys.stdout.writelines(dump_lines(records))
-    print(f"exported {len(records)} records", file=sys.stderr)
+    print(f"exported {counted(len(records), 'record')}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -341,10 +342,12 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
     known, forgotten = imported.known_facts, imported.forgotten_facts
-    skipped = f"; {known} profile fact(s) already kept, skipped" if known else ""
+    skipped = f"; {counted(known, 'profile fact')} already kept, skipped" if known else ""
     if forgotten:
-        skipped += f"; {forgotten} profile fact(s) deleted here with /forget, not brought back"
-    print(f"imported {imported.records} records{skipped}", file=sys.stderr)
+        skipped += (
+            f"; {counted(forgotten, 'profile fact')} deleted here with /forget, not brought back"
+        )
+    print(f"imported {counted(imported.records, 'record')}{skipped}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -356,7 +359,7 @@ async def _reset(store: SqliteStore, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     deleted = await store.reset(conversation=conversation, include_pins=args.pins)
     pins = " and its channel's pins" if args.pins else ""
-    print(f"reset {conversation.key}: {deleted} messages deleted{pins}")
+    print(f"reset {conversation.key}: {counted(deleted, 'message')} deleted{pins}")
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ from bot.app import App
 from bot.config import Config
 from bot.llm import Failure, LLMError, OpenAIChatModel
 from bot.logs import hide_credentials
+from bot.wording import counted
 
 _PING = [{"role": "user", "content": "Reply with the word ok."}]
 
@@ -87,8 +88,9 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
         Check(
             integrity == "ok",
             "database",
-            f"{config.storage.path}: {integrity}, {len(conversations)} conversations, "
-            f"{sum(c.messages for c in conversations):,} messages, synchronous={synchronous}",
+            f"{config.storage.path}: {integrity}, {counted(len(conversations), 'conversation')}, "
+            f"{counted(sum(c.messages for c in conversations), 'message')}, "
+            f"synchronous={synchronous}",
         ),
         Check(True, "tokens", app.engine.tokenizer.describe()),
         chat_check,

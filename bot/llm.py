@@ -139,12 +139,28 @@ class LLMError(Exception):
 
 
 def clean_text(text: str) -> str:
-    """Make any string storable and sendable: lone surrogates become U+FFFD."""
+    """Make any string storable and sendable: lone surrogates become U+FFFD; of the control
+    characters only newline and tab are kept: the ones that break lines (CR, form feed, ...)
+    become newlines, terminal escape sequences and the rest are dropped (they mean nothing to
+    a model, and could drive the terminal of whoever reads the text later)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if _CONTROL.search(text) is None:
+        return text
+    text = _LINE_BREAK.sub("\n", _ESCAPE_SEQUENCE.sub("", text))
+    return _CONTROL.sub("", text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile(r"\r\n|[\r\x0b\x0c\x1c-\x1e\x85]")
+_ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves (arrow keys)
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window titles, hyperlinks
+    r"|\x1b[ -/]*[0-~]"  # the other escapes
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # CSI as one C1 character
+)
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def test_piped_chat_answers_each_line_and_continues_next_time(
         "echo: [ana] my name is Ana",
         "Pinned #1: Ana owns the billing service",
         f"Pins now take {pins_tokens('Ana owns the billing service')} tokens.",
-        "1 pinned fact(s), in every prompt of this channel:",
+        "1 pinned fact, in every prompt of this channel:",
         "#1 (ana): Ana owns the billing service",
     ]
     second = bot(
