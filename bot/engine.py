@@ -484,12 +484,13 @@ class Engine:
         cancel them: an abandoned reply's question is already stored, no answer is invented."""
         replying = self._replying - {asyncio.current_task()}
         if replying:
-            log.info("waiting up to %.0f s for %d replies in flight", grace, len(replying))
+            in_flight = counted(len(replying), "reply", "replies")
+            log.info("waiting up to %.0f s for %s in flight", grace, in_flight)
             _, pending = await asyncio.wait(replying, timeout=grace)
             for task in pending:
                 task.cancel()
             if pending:
-                log.warning("abandoned %d replies at shutdown", len(pending))
+                log.warning("abandoned %s at shutdown", counted(len(pending), "reply", "replies"))
                 await asyncio.wait(pending)
         tasks = [*self._summary_tasks.values(), *self._embedding]
         if tasks:
