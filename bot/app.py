@@ -12,13 +12,15 @@ import openai
 from bot.calibration import Calibrator
 from bot.config import Config
 from bot.engine import Engine
-from bot.llm import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, make_client
+from bot.llm import ApiKey, OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
+from bot.logs import hide_credentials
 from bot.metrics import PrometheusObserver
 from bot.models import PROMPT_RENDERING
 from bot.observe import NoObserver, ObservedChatModel, Observer
 from bot.store.sqlite import SqliteStore
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer, install_encodings
+from bot.wording import counted
 
 log = logging.getLogger(__name__)
 _ENCODING_KEY = "token_encoding"
@@ -46,6 +48,36 @@ def summary_api_key(config: Config) -> str | None:
     if config.summary_base_url == config.llm.base_url:
         return config.llm.api_key
     return None
+
+
+def chat_key_source(config: Config) -> ApiKey:
+    return ApiKey("OPENAI_API_KEY", config.llm.api_key is not None)
+
+
+def summary_key_source(config: Config) -> ApiKey:
+    """Which variable supplies :func:`summary_api_key` (or would)."""
+    if config.llm.summary_api_key:
+        return ApiKey("SUMMARY_API_KEY", True)
+    if config.summary_base_url == config.llm.base_url:
+        return chat_key_source(config)
+    return ApiKey("SUMMARY_API_KEY", False)
+
+
+def missing_keys(config: Config) -> list[str]:
+    """One line for each endpoint that is not local (so probably needs a key) and has none.
+    Not an error: a gateway on a public name may need no key."""
+    endpoints = {config.llm.base_url: ("chat", "llm.base_url", chat_key_source(config))}
+    endpoints.setdefault(
+        config.summary_base_url,
+        ("summary", "llm.summary_base_url", summary_key_source(config)),
+    )
+    return [
+        f"{key.variable} is not set, and the {purpose} endpoint {hide_credentials(url)} is not "
+        f"a local server: it will probably refuse every request. Set {key.variable}, or point "
+        f"{setting} at a local server (Ollama, llama.cpp) that needs none."
+        for url, (purpose, setting, key) in endpoints.items()
+        if not key.is_set and not is_local(url)
+    ]
 
 
 @asynccontextmanager
@@ -84,9 +116,15 @@ async def open_app(config: Config) -> AsyncIterator[App]:
             deadline=llm.reply_deadline_seconds,
         )
         chat = OpenAIChatModel(
-            chat_client, llm.chat_model, temperature=llm.temperature, policy=policy
+            chat_client,
+            llm.chat_model,
+            temperature=llm.temperature,
+            policy=policy,
+            key=chat_key_source(config),
         )
-        summary = OpenAIChatModel(summary_client, llm.summary_model, policy=policy)
+        summary = OpenAIChatModel(
+            summary_client, llm.summary_model, policy=policy, key=summary_key_source(config)
+        )
         metrics = PrometheusObserver() if config.http.port is not None else None
         if metrics is not None:
             store.on_write_failure = metrics.storage_write_failed
@@ -97,7 +135,11 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         if await store.get_meta(_ENCODING_KEY) != counted_as:
             recounted = await store.retokenize(tokenizer.count)
             if recounted:
-                log.info("recounted %d stored messages with %s", recounted, tokenizer.encoding_name)
+                log.info(
+                    "recounted %s with %s",
+                    counted(recounted, "stored message"),
+                    tokenizer.encoding_name,
+                )
             await store.set_meta(_ENCODING_KEY, counted_as)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
@@ -117,7 +159,7 @@ async def open_app(config: Config) -> AsyncIterator[App]:
             calibrator=calibrator,
             observer=observer,
             embedder=(
-                OpenAIEmbedder(chat_client, llm.embedding_model)
+                OpenAIEmbedder(chat_client, llm.embedding_model, key=chat_key_source(config))
                 if llm.embedding_model and config.memory.recall_embeddings
                 else None
             ),

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import difflib
+import logging
 import os
 import sqlite3
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot import __version__
-from bot.app import App, open_app
+from bot.app import App, missing_keys, open_app
 from bot.config import (
     Config,
     ConfigError,
@@ -37,8 +38,13 @@ from bot.store.archive import ArchiveError, BackupError, dump_lines, os_reason, 
 from bot.store.base import StorageError
 from bot.store.sqlite import DatabaseError, SqliteStore
 from bot.textfile import NotUtf8, utf8_lines
+from bot.wording import counted
 
+log = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_CONFIG = 78
+"""The configuration is unusable (sysexits' EX_CONFIG): a supervisor can tell it from a crash
+and not restart the bot until the file is fixed."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -222,8 +228,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "run":
             require_platform_tokens(config)
     except ConfigError as exc:
-        print(f"bot: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        for problem in exc.problems:
+            print(f"bot: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     if args.command == "run" and args.check:
         files = " + ".join(str(file) for file in config_files(path))
         print(f"config ok: {files}")
@@ -261,6 +268,9 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
             return await _STORE_COMMANDS[args.command](store, args)
         finally:
             await store.close()
+    if args.command in ("run", "chat"):
+        for line in missing_keys(config):
+            log.warning("%s", line)
     async with open_app(config) as app:
         if args.command == "run":
             await app.engine.backfill_embeddings()
@@ -278,7 +288,7 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
                     "`bot chat` to talk to the bot in the terminal.",
                     file=sys.stderr,
                 )
-                return EXIT_USAGE
+                return EXIT_CONFIG
             return EXIT_OK
         if args.command == "chat":
             from bot.console import chat
@@ -457,7 +467,7 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
         if partial:
             with contextlib.suppress(OSError):
                 partial.unlink(missing_ok=True)
-    print(f"exported {count} records", file=sys.stderr)
+    print(f"exported {counted(count, 'record')}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -474,10 +484,12 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
         print(f"bot import: {exc}", file=sys.stderr)
         return EXIT_FAILED
     known, forgotten = imported.known_facts, imported.forgotten_facts
-    skipped = f"; {known} profile fact(s) already kept, skipped" if known else ""
+    skipped = f"; {counted(known, 'profile fact')} already kept, skipped" if known else ""
     if forgotten:
-        skipped += f"; {forgotten} profile fact(s) deleted here with /forget, not brought back"
-    print(f"imported {imported.records} records{skipped}", file=sys.stderr)
+        skipped += (
+            f"; {counted(forgotten, 'profile fact')} deleted here with /forget, not brought back"
+        )
+    print(f"imported {counted(imported.records, 'record')}{skipped}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -497,7 +509,7 @@ async def _reset(store: SqliteStore, args: argparse.Namespace) -> int:
         deleted += await store.reset(conversation=reset, include_pins=args.pins and key == keys[0])
     threads_too = f" and {len(keys) - 1} of its threads" if len(keys) > 1 else ""
     pins = " and its channel's pins" if args.pins else ""
-    print(f"reset {keys[0]}{threads_too}: {deleted} messages deleted{pins}")
+    print(f"reset {keys[0]}{threads_too}: {counted(deleted, 'message')} deleted{pins}")
     return EXIT_OK
 
 

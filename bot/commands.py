@@ -20,6 +20,7 @@ from bot.models import (
     ReplyKind,
 )
 from bot.store.base import StorageError, UsageTotals
+from bot.wording import counted
 
 Handler = Callable[[Engine, CommandCall], Awaitable[Reply]]
 
@@ -103,13 +104,14 @@ async def pins(engine: Engine, call: CommandCall) -> Reply:
     found = await engine.store.pins(channel_key=call.conversation.channel_key)
     if not found:
         return _info("No pins in this channel. /pin TEXT keeps a fact in every prompt.")
-    lines = [f"{len(found)} pinned fact(s), in every prompt of this channel:"]
+    lines = [f"{counted(len(found), 'pinned fact')}, in every prompt of this channel:"]
     size = len(lines[0])
     for shown, p in enumerate(found):
         line = f"#{p.id} ({p.author_name}): {p.text}"
         if size + len(line) > PINS_LISTED_CHARS and shown:
             rest = found[shown:]
-            lines.append(f"… and {len(rest):,} more (#{rest[0].id} to #{rest[-1].id}).")
+            ids = f"#{rest[0].id}" if len(rest) == 1 else f"#{rest[0].id} to #{rest[-1].id}"
+            lines.append(f"… and {len(rest):,} more ({ids}).")
             break
         lines.append(line if len(line) <= PINS_LISTED_CHARS else line[:PINS_LISTED_CHARS] + "…")
         size += len(line) + 1
@@ -169,7 +171,7 @@ async def profile(engine: Engine, call: CommandCall) -> Reply:
         )
     _, shown = engine.assembler.fit_profile(_name(call), facts, engine.budget())
     shown_ids = {f.id for f in shown}
-    lines = [f"{len(facts)} fact(s) kept about you in this workspace:"]
+    lines = [f"{counted(len(facts), 'fact')} kept about you in this workspace:"]
     for fact in facts:
         origin = "you set it" if fact.source is FactSource.USER else "inferred from conversation"
         left_out = "" if fact.id in shown_ids else "; not in prompts: the profile is full"
@@ -183,8 +185,11 @@ async def forget(engine: Engine, call: CommandCall) -> Reply:
     person = _person(call)
     if argument == "all":
         removed = await engine.store.remove_profile_facts(person=person, fact_id=None)
+        if not removed:
+            return _info("Nothing was kept about you in this workspace.", ephemeral=True)
         return _info(
-            f"Forgot all {removed} fact(s) kept about you in this workspace, inferred ones too.",
+            f"Forgot {counted(removed, 'fact')} kept about you in this workspace, inferred ones "
+            "too.",
             ephemeral=True,
         )
     match = _PIN_ID.match(argument)
@@ -213,13 +218,14 @@ async def summarize(engine: Engine, call: CommandCall) -> Reply:
         if current is None:
             return _info("Nothing to summarize yet: the conversation is still short.")
         return _info(
-            f"Nothing new to fold in. Current summary ({current.message_count} messages):\n"
+            f"Nothing new to fold in. Current summary ({counted(current.message_count, 'message')}"
+            f"):\n"
             f"{current.content}"
         )
     kind = "rebuilt from the raw messages" if summary.rebuilt else "updated"
     return _info(
-        f"Summary {kind}; it now covers {summary.message_count} messages "
-        f"({summary.tokens:,} tokens):\n{summary.content}"
+        f"Summary {kind}; it now covers {counted(summary.message_count, 'message')} "
+        f"({counted(summary.tokens, 'token')}):\n{summary.content}"
     )
 
 
@@ -231,7 +237,8 @@ def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
     prompt = sum(r.prompt_tokens for r in chosen)
     completion = sum(r.completion_tokens for r in chosen)
     return (
-        f"  {purpose}: {requests:,} requests, {prompt:,} prompt + {completion:,} completion tokens"
+        f"  {purpose}: {counted(requests, 'request')}, {prompt:,} prompt + "
+        f"{counted(completion, 'completion token')}"
     )
 
 
@@ -253,15 +260,15 @@ async def format_stats(
     window_messages = len(prompt.window)
     summarized = prompt.summary.message_count if prompt.summary else 0
     notes = {
-        "pins": f"{len(prompt.pins)} pins",
-        "profile": f"{len(prompt.profile)} facts about who speaks",
-        "summary": f"covers {summarized:,} messages",
+        "pins": counted(len(prompt.pins), "pin"),
+        "profile": f"{counted(len(prompt.profile), 'fact')} about who speaks",
+        "summary": f"covers {counted(summarized, 'message')}",
         "recall": (
-            f"{len(prompt.recalled)} earlier messages found by search"
+            f"{counted(len(prompt.recalled), 'earlier message')} found by search"
             if memory.recall_tokens
             else "off (memory.recall_tokens: 0)"
         ),
-        "recent": f"{window_messages:,} messages",
+        "recent": counted(window_messages, "message"),
     }
     lines = [
         f"Context for {conversation.key} ({memory.strategy} strategy)",
@@ -283,7 +290,8 @@ async def format_stats(
     calibration = engine.calibrator.get(engine.chat.model)
     if calibration is not None:
         lines.append(
-            f"  server counts {calibration.ratio:.3f}x our count over {calibration.samples} replies"
+            f"  server counts {calibration.ratio:.3f}x our count over "
+            f"{counted(calibration.samples, 'reply', 'replies')}"
         )
     lines.append(f"Summary model: {engine.summarizer.model}")
     if prompt.budget != memory.max_context_tokens:
@@ -307,7 +315,9 @@ async def reset(engine: Engine, call: CommandCall) -> Reply:
     include_pins = argument in ("all", "pins")
     deleted = await engine.reset(call.conversation, include_pins=include_pins)
     tail = "Pins removed too." if include_pins else "Pins kept (/reset all removes them too)."
-    return _info(f"Forgot {deleted:,} messages and the summary of this conversation. {tail}")
+    return _info(
+        f"Forgot {counted(deleted, 'message')} and the summary of this conversation. {tail}"
+    )
 
 
 async def help_(engine: Engine, call: CommandCall) -> Reply:
@@ -363,9 +373,11 @@ async def run_command(engine: Engine, call: CommandCall) -> Reply:
         )
 
 
+_COMMAND_LINE = re.compile(r"/(?!/)(\S*)\s*(.*)", re.DOTALL)
+
+
 def parse_command_line(line: str) -> tuple[str, str] | None:
-    """``"/pin some text"`` → ``("pin", "some text")``; None when it is not a command."""
-    if not line.startswith("/") or line.startswith("//"):
-        return None
-    name, _, argument = line[1:].partition(" ")
-    return name.strip(), argument
+    """``"/pin some text"`` → ``("pin", "some text")``, the name ending at any whitespace
+    (``/pin<TAB>text`` too); None when it is not a command."""
+    match = _COMMAND_LINE.match(line)
+    return None if match is None else (match[1], match[2])

@@ -1,19 +1,29 @@
 """Configuration: read once from YAML and the environment into frozen objects.
 
-A bad file fails fast with one line naming the dotted key at fault, e.g.
-``memory.max_context_tokens: Input should be greater than 0``.
+A bad file fails fast with one line per problem naming the dotted key at fault, e.g.
+``memory.max_context_tokens: Input should be greater than 0`` or
+``lm: unknown key (did you mean llm?)``.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from bot.textfile import NotUtf8, read_text
 
@@ -30,7 +40,11 @@ _SECRET_KEYS = {
 
 
 class ConfigError(Exception):
-    """The configuration is unusable; the message is one line naming the key."""
+    """The configuration is unusable: one line per problem, each naming the key."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 class Strategy(StrEnum):
@@ -119,12 +133,18 @@ class StorageConfig(_Section):
 
 
 class LoggingConfig(_Section):
-    level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Any case: ``debug`` is ``DEBUG``."""
     format: Literal["text", "json"] = "text"
     """text: one readable line per event; json: one JSON object per line."""
     slack_sdk_debug: bool = False
     """At DEBUG, also slack_sdk's own debug lines (request URLs, message texts); off: kept at
     INFO and above whatever the level."""
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
 
 
 class HttpConfig(_Section):
@@ -272,7 +292,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
         try:
             _reject_secrets(layer, prefix="")
         except ConfigError as exc:
-            raise ConfigError(f"{overlay}: {exc}") from None
+            raise ConfigError(*(f"{overlay}: {problem}" for problem in exc.problems)) from None
         layers.append(layer)
         raw = _merged(raw, layer)
     try:
@@ -281,7 +301,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> Config:
         culprit = _bringer(layers, env, str(exc))
         if culprit == 0:
             raise
-        raise ConfigError(f"{overlays[culprit - 1]}: {exc}") from None
+        culprit_file = overlays[culprit - 1]
+        raise ConfigError(*(f"{culprit_file}: {problem}" for problem in exc.problems)) from None
     return _relative_to(config, first.absolute().parent)
 
 
@@ -339,9 +360,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}") from None
+        raise ConfigError(f"{path}: not valid YAML{_yaml_where(exc, text)}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -359,13 +378,45 @@ def _relative_to(config: Config, folder: Path) -> Config:
     return config.model_copy(update={"storage": storage})
 
 
+def _yaml_where(exc: yaml.YAMLError, text: str) -> str:
+    """`` at line 3, column 7: <what>: '<the line>'``, from the parser's marks; the line is
+    quoted as Python would, so a tab or a stray quote shows."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return ""
+    mark = exc.problem_mark
+    what = exc.problem or "unreadable"
+    lines = text.splitlines()
+    # Past the end (an unclosed bracket or quote), the place it was opened says more.
+    if (mark.line >= len(lines) or not lines[mark.line].strip()) and exc.context_mark:
+        what = f"{exc.context} started here, {what}"
+        mark = exc.context_mark
+    where = f" at line {mark.line + 1}, column {mark.column + 1}: {what}"
+    if mark.line < len(lines) and lines[mark.line].strip():
+        where += f": {_short(lines[mark.line])}"
+    return where
+
+
+def _short(value: object, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
+
+
+_SECTIONS = frozenset(
+    name
+    for name, field in Config.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+)
+
+
 def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
-    data = dict(raw)
-    llm = dict(data.get("llm") or {})
-    if env.get("OPENAI_BASE_URL"):
-        llm["base_url"] = env["OPENAI_BASE_URL"]
-    llm["api_key"] = env.get("OPENAI_API_KEY") or None
-    llm["summary_api_key"] = env.get("SUMMARY_API_KEY") or None
+    # An empty section (every key commented out) is all defaults.
+    data = {k: v for k, v in raw.items() if not (k in _SECTIONS and v is None)}
+    llm = dict(data.get("llm") or {}) if isinstance(data.get("llm", {}), dict) else data["llm"]
+    if isinstance(llm, dict):
+        if env.get("OPENAI_BASE_URL"):
+            llm["base_url"] = env["OPENAI_BASE_URL"]
+        llm["api_key"] = env.get("OPENAI_API_KEY") or None
+        llm["summary_api_key"] = env.get("SUMMARY_API_KEY") or None
     data["llm"] = llm
     slack = data.get("slack") or {}
     if isinstance(slack, dict):
@@ -375,22 +426,106 @@ def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
             "app_token": env.get("SLACK_APP_TOKEN") or None,
             "signing_secret": env.get("SLACK_SIGNING_SECRET") or None,
         }
-    discord = dict(data.get("discord") or {})
-    discord["token"] = env.get("DISCORD_TOKEN") or None
-    data["discord"] = discord
+    discord = data.get("discord") or {}
+    if isinstance(discord, dict):
+        data["discord"] = {**discord, "token": env.get("DISCORD_TOKEN") or None}
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_first_error(exc)) from None
+        raise ConfigError(*describe_errors(exc.errors(), raw)) from None
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    key = ".".join(str(part) for part in err["loc"]) or "config"
-    message = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        message = "unknown key"
-    return f"{key}: {message}"
+Loc = tuple[int | str, ...]
+
+
+def describe_errors(errors: Iterable[ErrorDetails], raw: Mapping[str, Any]) -> list[str]:
+    """One line per problem. A misspelt key is named with the closest known one; what its
+    absence then breaks (``lm:`` leaves ``llm.chat_model`` unset) is the same problem."""
+    errors = list(errors)
+    suggested: dict[Loc, Loc] = {}
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            near = _closest_key(err["loc"])
+            if near is not None:
+                suggested[err["loc"]] = near
+    covered = [near for near in suggested.values() if not _present(raw, near)]
+    order = {str(key): index for index, key in enumerate(raw)}
+    errors.sort(key=lambda err: order.get(str(err["loc"][0]), len(order)) if err["loc"] else -1)
+    lines: list[str] = []
+    for err in errors:
+        loc = err["loc"]
+        if loc not in suggested and any(loc[: len(c)] == c for c in covered):
+            continue
+        line = f"{_dotted(loc) or 'config'}: {_plain(err)}"
+        if loc in suggested:
+            line += f" (did you mean {_dotted(suggested[loc])}?)"
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def _dotted(loc: Loc) -> str:
+    """``("discord", "answer_channels", 0)`` → ``discord.answer_channels[0]``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text
+
+
+def _closest_key(loc: Loc) -> Loc | None:
+    """The known key nearest to an unknown one at the same depth, if one is close."""
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        if field is None or not (
+            isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+        ):
+            return None
+        model = field.annotation
+    known = [name for name, field in model.model_fields.items() if not field.exclude]
+    match = difflib.get_close_matches(str(loc[-1]).lower(), known, n=1, cutoff=0.6)
+    return (*loc[:-1], match[0]) if match else None
+
+
+def _present(raw: Mapping[str, Any], loc: Loc) -> bool:
+    node: Any = raw
+    for part in loc:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+_PLAIN_WORDS = {
+    "tuple_type": "Input should be a list, such as [a, b]",
+    "list_type": "Input should be a list, such as [a, b]",
+    "int_parsing": "Input should be a whole number",
+    "int_type": "Input should be a whole number",
+    "int_from_float": "Input should be a whole number",
+    "float_parsing": "Input should be a number",
+    "float_type": "Input should be a number",
+    "bool_parsing": "Input should be true or false",
+    "bool_type": "Input should be true or false",
+    "string_type": "Input should be text",
+    "model_type": "Input should be a section of keys (key: value lines, indented below it)",
+    "model_attributes_type": "Input should be a section of keys (key: value lines, indented)",
+}
+"""pydantic's messages that read badly in a YAML file ("a valid tuple", "a valid dictionary
+or instance of LLMConfig"), in plain words."""
+
+
+def _plain(err: ErrorDetails) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "string_too_short" and (err.get("ctx") or {}).get("min_length") == 1:
+        return "Input should not be empty"
+    if kind in _PLAIN_WORDS:
+        given = err.get("input")
+        if isinstance(given, dict | list) or given is None:
+            return _PLAIN_WORDS[kind] + ("" if given is not None else ", not empty")
+        return f"{_PLAIN_WORDS[kind]}, not {_short(given)}"
+    return err["msg"].removeprefix("Value error, ")
 
 
 def _reject_secrets(raw: Mapping[str, Any], prefix: str) -> None:

@@ -44,6 +44,7 @@ from bot.models import (
 from bot.recall import NOTHING, RECALL_HEADING, Recaller
 from bot.store.base import Store, TurnCost
 from bot.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ChatTokenizer
+from bot.wording import counted
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
@@ -368,7 +369,8 @@ class Assembler:
         fixed = head.tokens + REPLY_PRIMING
         if fixed > budget:
             raise PromptTooLarge(
-                f"The system prompt and the {len(pins)} pinned facts take {fixed:,} tokens "
+                f"The system prompt and the {counted(len(pins), 'pinned fact')} take {fixed:,} "
+                "tokens "
                 f"(pins: {head.pins:,}), more than the {budget:,}-token budget. "
                 "Nothing was sent to the model; unpin something with /unpin ID (see /pins)."
             )

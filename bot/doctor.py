@@ -11,6 +11,7 @@ from bot.app import App
 from bot.config import Config
 from bot.llm import Failure, LLMError, OpenAIChatModel
 from bot.logs import hide_credentials
+from bot.wording import counted
 
 _PING = [{"role": "user", "content": "Reply with the word ok."}]
 
@@ -26,16 +27,50 @@ class Check:
         return hide_credentials(f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}")
 
 
-async def _endpoint(name: str, model: OpenAIChatModel) -> Check:
+_ENDPOINT_WIDE = frozenset({Failure.AUTH, Failure.UNAVAILABLE, Failure.TIMEOUT})
+"""Failures of the endpoint (or its key) rather than of one model on it."""
+
+
+@dataclass(frozen=True)
+class _Probe:
+    check: Check
+    failure: Failure | None
+
+
+async def _endpoint(name: str, model: OpenAIChatModel, where: str | None = None) -> _Probe:
     what = f"{name} endpoint"
-    where = f"{model.model} at {model.base_url}"
+    where = where or f"{model.model} at {model.base_url}"
+    keyless = (
+        "" if model.key is None or model.key.is_set else f"; no key sent ({model.key.describe()})"
+    )
     try:
         completion = await model.complete(_PING, max_tokens=16)
     except LLMError as exc:
         if exc.failure is Failure.EMPTY:  # it answered, just with nothing to say
-            return Check(True, what, f"{where} answered")
-        return Check(False, what, f"{where}: {exc.failure.value} ({exc.detail})")
-    return Check(True, what, f"{where} answered in {completion.seconds:.1f} s")
+            return _Probe(Check(True, what, f"{where} answered{keyless}"), None)
+        failed = Check(False, what, f"{where}: {exc.failure.value} ({exc.detail})")
+        return _Probe(failed, exc.failure)
+    answered = f"{where} answered in {completion.seconds:.1f} s{keyless}"
+    return _Probe(Check(True, what, answered), None)
+
+
+async def _chat_and_summary(app: App) -> tuple[Check, Check]:
+    """Each endpoint and key probed once: a summary model on the chat's endpoint and key is
+    reported as that, not as a second verdict on the same endpoint."""
+    chat, summary = app.chat, app.summary
+    if (summary.base_url, summary.key) != (chat.base_url, chat.key):
+        both = await asyncio.gather(_endpoint("chat", chat), _endpoint("summary", summary))
+        return both[0].check, both[1].check
+    first = await _endpoint("chat", chat)
+    if summary.model == chat.model:
+        return first.check, Check(
+            first.check.ok, "summary endpoint", "same model, endpoint and key as chat"
+        )
+    if first.failure in _ENDPOINT_WIDE:
+        detail = f"{summary.model} at the same endpoint as chat, with the same key: see chat"
+        return first.check, Check(False, "summary endpoint", detail)
+    where = f"{summary.model} at the same endpoint as chat"
+    return first.check, (await _endpoint("summary", summary, where)).check
 
 
 async def run_checks(app: App, config_file: Path, report: Callable[[Check], None]) -> bool:
@@ -45,20 +80,17 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     integrity = await app.store.integrity_check()
     synchronous = await app.store.synchronous()
     conversations = await app.store.conversations()
-    same = (app.summary.model, app.summary.base_url) == (app.chat.model, app.chat.base_url)
-    chat_check, summary_check, platforms_check, recall_check = await asyncio.gather(
-        _endpoint("chat", app.chat),
-        _same_as_chat() if same else _endpoint("summary", app.summary),
-        _platforms(config),
-        _recall(app),
+    (chat_check, summary_check), platforms_check, recall_check = await asyncio.gather(
+        _chat_and_summary(app), _platforms(config), _recall(app)
     )
     checks = [
         Check(True, "config", f"{config_file} is valid"),
         Check(
             integrity == "ok",
             "database",
-            f"{config.storage.path}: {integrity}, {len(conversations)} conversations, "
-            f"{sum(c.messages for c in conversations):,} messages, synchronous={synchronous}",
+            f"{config.storage.path}: {integrity}, {counted(len(conversations), 'conversation')}, "
+            f"{counted(sum(c.messages for c in conversations), 'message')}, "
+            f"synchronous={synchronous}",
         ),
         Check(True, "tokens", app.engine.tokenizer.describe()),
         chat_check,
@@ -116,7 +148,3 @@ async def _recall(app: App) -> Check:
             False, "recall", f"embeddings {embedder.model}: {exc.failure.value} ({exc.detail})"
         )
     return Check(True, "recall", f"{detail} and by meaning ({embedder.model}, {len(vector)} dims)")
-
-
-async def _same_as_chat() -> Check:
-    return Check(True, "summary endpoint", "same model and endpoint as chat")

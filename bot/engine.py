@@ -33,6 +33,7 @@ from bot.recall import Recaller
 from bot.store.base import Duplicate, StorageError, Store
 from bot.summarizer import Summarizer
 from bot.tokens import ChatTokenizer
+from bot.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +218,7 @@ class Engine:
         """Store the message now; an addressed one comes back :class:`Pending`, to be given
         to :meth:`answer` (or :meth:`release`) later. For adapters that must keep a message
         the moment they acknowledge it but answer it in its turn."""
-        if not message.text.strip():
+        if not clean_text(message.text).strip():
             if message.addressed:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
@@ -463,9 +464,9 @@ class Engine:
             self.observer.summary_made()
             self._summary_retry_at.pop(conversation.key, None)
             log.info(
-                "summarized %s: %d messages through turn %d (%s)",
+                "summarized %s: %s through turn %d (%s)",
                 conversation.key,
-                summary.message_count,
+                counted(summary.message_count, "message"),
                 summary.covers_through_turn,
                 "rebuilt" if summary.rebuilt else "incremental",
             )
@@ -483,12 +484,13 @@ class Engine:
         cancel them: an abandoned reply's question is already stored, no answer is invented."""
         replying = self._replying - {asyncio.current_task()}
         if replying:
-            log.info("waiting up to %.0f s for %d replies in flight", grace, len(replying))
+            in_flight = counted(len(replying), "reply", "replies")
+            log.info("waiting up to %.0f s for %s in flight", grace, in_flight)
             _, pending = await asyncio.wait(replying, timeout=grace)
             for task in pending:
                 task.cancel()
             if pending:
-                log.warning("abandoned %d replies at shutdown", len(pending))
+                log.warning("abandoned %s at shutdown", counted(len(pending), "reply", "replies"))
                 await asyncio.wait(pending)
         tasks = [*self._summary_tasks.values(), *self._embedding]
         if tasks:

@@ -39,6 +39,7 @@ from bot.engine import Engine
 from bot.llm import Completion, LLMError
 from bot.models import CommandCall, Conversation, IncomingMessage, ReplyKind
 from bot.textfile import NotUtf8, read_text
+from bot.wording import counted
 
 CHANNEL = Conversation(platform="eval", workspace="local", channel="transcript")
 _START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -144,7 +145,8 @@ def parse_transcript(text: str, *, name: str = "transcript") -> Transcript:
             raise TranscriptError(f"{where}: a line needs 'text', 'pin', 'fact' or 'probe'")
         unknown = sorted(set(obj) - _KEYS[kind])
         if unknown:
-            raise TranscriptError(f"{where}: unknown key(s) for a {kind} line: {unknown}")
+            keys = "unknown key" if len(unknown) == 1 else "unknown keys"
+            raise TranscriptError(f"{where}: {keys} for a {kind} line: {unknown}")
         if kind == "text":
             steps.append(
                 Say(
@@ -469,8 +471,9 @@ def format_report(
     facts = list(transcript.facts.values())
     pinned = sum(1 for f in facts if f.pinned)
     lines = [
-        f"{name}: {transcript.messages} messages, {len(facts)} planted facts "
-        f"({pinned} pinned, {len(facts) - pinned} not), {len(transcript.probes)} probes; "
+        f"{name}: {counted(transcript.messages, 'message')}, "
+        f"{counted(len(facts), 'planted fact')} ({pinned} pinned, {len(facts) - pinned} not), "
+        f"{counted(len(transcript.probes), 'probe')}; "
         f"model {model}",
         "",
         f"{'strategy':<8}  {'prompt/budget':>13}  {'max sent':>8}  {'summaries':>9}  "

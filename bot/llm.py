@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import ipaddress
 import itertools
 import json
 import logging
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import openai
 
@@ -73,13 +75,48 @@ _USER_MESSAGES = {
 }
 
 
+@dataclass(frozen=True)
+class ApiKey:
+    """Where an endpoint's key comes from, for messages; never the key itself."""
+
+    variable: str
+    """The environment variable that supplied it, or the one to set."""
+    is_set: bool
+
+    def describe(self) -> str:
+        return f"check the key in {self.variable}" if self.is_set else f"{self.variable} is not set"
+
+
+def is_local(base_url: str) -> bool:
+    """Whether the endpoint is on this machine or a private network (Ollama, llama.cpp or vLLM
+    next to the bot, a compose service name), where servers usually need no key."""
+    host = urlsplit(base_url).hostname or ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." not in host or host == "localhost" or host.endswith(_LOCAL_SUFFIXES)
+    return address.is_private or address.is_loopback or address.is_link_local
+
+
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+
+
 class LLMError(Exception):
-    def __init__(self, failure: Failure, detail: str, *, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        failure: Failure,
+        detail: str,
+        *,
+        retry_after: float | None = None,
+        key: ApiKey | None = None,
+    ) -> None:
         super().__init__(f"{failure.value}: {detail}")
         self.failure = failure
         self.detail = detail
         self.retry_after = retry_after
         """Seconds the endpoint asked to wait (Retry-After), when it said."""
+        self.key = key
+        """An authentication failure's key, so the message can name its variable."""
 
     @property
     def user_message(self) -> str:
@@ -88,16 +125,42 @@ class LLMError(Exception):
             return (
                 f"The model is rate-limited; try again in about {seconds} s. Your message is saved."
             )
+        if self.failure is Failure.AUTH and self.key is not None:
+            if not self.key.is_set:
+                return (
+                    f"The model endpoint refused the request: no API key is set; an operator "
+                    f"needs to set {self.key.variable}. Your message is saved."
+                )
+            return (
+                "The model endpoint refused the bot's credentials; an operator needs to check "
+                f"the key in {self.key.variable}. Your message is saved."
+            )
         return _USER_MESSAGES[self.failure]
 
 
 def clean_text(text: str) -> str:
-    """Make any string storable and sendable: lone surrogates become U+FFFD."""
+    """Make any string storable and sendable: lone surrogates become U+FFFD; of the control
+    characters only newline and tab are kept: the ones that break lines (CR, form feed, ...)
+    become newlines, terminal escape sequences and the rest are dropped (they mean nothing to
+    a model, and could drive the terminal of whoever reads the text later)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if _CONTROL.search(text) is None:
+        return text
+    text = _LINE_BREAK.sub("\n", _ESCAPE_SEQUENCE.sub("", text))
+    return _CONTROL.sub("", text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile(r"\r\n|[\r\x0b\x0c\x1c-\x1e\x85]")
+_ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves (arrow keys)
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window titles, hyperlinks
+    r"|\x1b[ -/]*[0-~]"  # the other escapes
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # CSI as one C1 character
+)
 
 
 @dataclass(frozen=True)
@@ -162,16 +225,22 @@ class OpenAIChatModel:
         *,
         temperature: float | None = None,
         policy: RetryPolicy | None = None,
+        key: ApiKey | None = None,
     ) -> None:
         # The SDK's own retries would not know the deadline: this class retries instead.
         self._client = client.with_options(max_retries=0)
         self._model = model
         self._temperature = temperature
         self._policy = policy or RetryPolicy()
+        self._key = key
 
     @property
     def model(self) -> str:
         return self._model
+
+    @property
+    def key(self) -> ApiKey | None:
+        return self._key
 
     @property
     def base_url(self) -> str:
@@ -230,7 +299,7 @@ class OpenAIChatModel:
         except TimeoutError as exc:
             raise _Retryable(LLMError(Failure.TIMEOUT, "request timed out"), None) from exc
         except openai.APIError as exc:
-            error = _classify(exc)
+            error = _classify(exc, self._key)
             if _should_retry(exc):
                 raise _Retryable(error, error.retry_after) from exc
             raise error from exc
@@ -345,9 +414,12 @@ class Embedder(Protocol):
 class OpenAIEmbedder:
     """An :class:`Embedder` on the ``embeddings`` API of an OpenAI-compatible endpoint."""
 
-    def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
+    def __init__(
+        self, client: openai.AsyncOpenAI, model: str, *, key: ApiKey | None = None
+    ) -> None:
         self._client = client
         self._model = model
+        self._key = key
 
     @property
     def model(self) -> str:
@@ -357,7 +429,7 @@ class OpenAIEmbedder:
         try:
             response = await self._client.embeddings.create(model=self._model, input=list(texts))
         except openai.APIError as exc:
-            raise _classify(exc) from exc
+            raise _classify(exc, self._key) from exc
         except (ValueError, TypeError) as exc:
             raise LLMError(Failure.BAD_RESPONSE, type(exc).__name__) from exc
         data = sorted(response.data or [], key=lambda item: item.index)
@@ -366,7 +438,7 @@ class OpenAIEmbedder:
         return [list(item.embedding) for item in data]
 
 
-def _classify(exc: openai.APIError) -> LLMError:
+def _classify(exc: openai.APIError, key: ApiKey | None = None) -> LLMError:
     if isinstance(exc, openai.APITimeoutError):
         return LLMError(Failure.TIMEOUT, "request timed out")
     if isinstance(exc, openai.APIConnectionError):
@@ -377,7 +449,8 @@ def _classify(exc: openai.APIError) -> LLMError:
         status = exc.status_code
         code = str(getattr(exc, "code", "") or "")
         if status in (401, 403):
-            return LLMError(Failure.AUTH, f"HTTP {status}")
+            named = f"; {key.describe()}" if key is not None else ""
+            return LLMError(Failure.AUTH, f"HTTP {status}{named}", key=key)
         if status == 429:
             wait = retry_after(exc.response.headers)
             return LLMError(Failure.RATE_LIMITED, "HTTP 429", retry_after=wait)

@@ -42,6 +42,7 @@ from bot.models import (
 )
 from bot.store.base import NewSummary, Store
 from bot.tokens import MESSAGE_OVERHEAD, ChatTokenizer
+from bot.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -399,9 +400,9 @@ class Summarizer:
             # One line per summary, however many, and not a warning: a channel full of numbers
             # and dates routinely has more "important" messages than a summary holds verbatim.
             log.info(
-                "%d important message(s) did not fit verbatim in the summary's cap; they stay"
-                " stored, and recall can still find them",
-                left_out,
+                "%s did not fit verbatim in the summary's cap; they stay stored, and recall"
+                " can still find them",
+                counted(left_out, "important message"),
             )
         return text
 

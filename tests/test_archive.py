@@ -171,7 +171,7 @@ def test_backup_export_import_and_reset_from_the_shell(tmp_path: Path, llm_threa
     restored = bot("import", "--config", config, stdin=dump.read_text())
     assert restored.returncode == 0, restored.stderr
     # /reset left the profile: its fact is already kept.
-    assert "imported 4 records; 1 profile fact(s) already kept, skipped" in restored.stderr
+    assert "imported 4 records; 1 profile fact already kept, skipped" in restored.stderr
     twice = bot("import", "--config", config, str(dump))
     assert twice.returncode == 1 and "console:local:team already here" in twice.stderr
     again = bot("export", "--config", config, "--channel", "console:local:team")
@@ -325,7 +325,7 @@ async def test_importing_a_channel_into_a_bot_that_knows_the_person_merges_their
         listed = (await command(there, "profile")).text
         assert "#2 (you set it): i work from berlin" in listed
         assert "#3 (you set it): vegetarian" in listed  # its #2 was taken
-        assert listed.startswith("2 fact(s)")
+        assert listed.startswith("2 facts kept")
         # All or nothing still: a new fact goes only with the rest of the import.
         new_fact = {**next(r for r in exported if r["type"] == "profile_fact"), "text": "new"}
         with pytest.raises(ArchiveError, match="slack:T1:C1 already here; nothing imported"):

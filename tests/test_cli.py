@@ -60,7 +60,7 @@ def test_piped_chat_answers_each_line_and_continues_next_time(
         "echo: [ana] my name is Ana",
         "Pinned #1: Ana owns the billing service",
         f"Pins now take {pins_tokens('Ana owns the billing service')} tokens.",
-        "1 pinned fact(s), in every prompt of this channel:",
+        "1 pinned fact, in every prompt of this channel:",
         "#1 (ana): Ana owns the billing service",
     ]
     second = bot(
@@ -98,7 +98,7 @@ def test_chat_reports_model_failures_and_keeps_going(tmp_path: Path, llm_thread:
 def test_a_bad_config_exits_with_one_line_naming_the_key(tmp_path: Path) -> None:
     path = write_config(tmp_path, "http://127.0.0.1:9/v1", memory={"summary_threshold": 3})
     result = bot("doctor", "--config", str(path))
-    assert result.returncode == 2
+    assert result.returncode == 78
     assert result.stderr == (
         "bot: memory.summary_threshold: Input should be less than or equal to 1\n"
     )
@@ -113,13 +113,13 @@ def test_config_comes_from_bot_config_then_the_working_directory(
     in_cwd = bot("stats", cwd=tmp_path)
     assert in_cwd.returncode == 0, in_cwd.stderr
     missing = bot("stats", cwd=tmp_path.parent, env={"BOT_CONFIG": ""})
-    assert missing.returncode == 2
+    assert missing.returncode == 78
     assert "config file not found: config.yaml" in missing.stderr
 
 
 def test_run_says_no_platform_is_enabled_and_exits(tmp_path: Path) -> None:
     result = bot("run", "--config", str(write_config(tmp_path, "http://127.0.0.1:9/v1")))
-    assert result.returncode == 2
+    assert result.returncode == 78
     assert "no chat platform is enabled" in result.stderr
 
 

@@ -130,7 +130,7 @@ def test_a_configuration_error_stops_up_before_the_bot_starts(image: Image) -> N
     image.local("memory:\n  max_context_tokens: 10\n")
     for command in (check["command"], ["run"]):  # the check, and the image's own CMD
         result = image.run(command)
-        assert result.returncode not in (0, 1), result  # a distinct code: not swallowed
+        assert result.returncode == 78, result  # EX_CONFIG: not swallowed
         assert result.stderr.startswith("bot: "), result.stderr
         assert "config.local.yaml" in result.stderr and "max_context_tokens" in result.stderr
         assert len(result.stderr.splitlines()) == 1, result.stderr

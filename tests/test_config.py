@@ -72,7 +72,7 @@ def test_recall_by_default_takes_a_share_any_budget_has_room_for(
             "catch_up: {max_messages: 0}\n",
             "catch_up.max_messages: Input should be greater than or equal to 1",
         ),
-        ("system_prompt: hi\nllm: [unclosed\n", "not valid YAML (line 3)"),
+        ("system_prompt: hi\nllm: [unclosed\n", "not valid YAML at line 2, column 6"),
         ("- a list\n", "the top level must be a mapping"),
     ],
 )

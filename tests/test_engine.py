@@ -161,7 +161,7 @@ async def test_model_failures_get_an_honest_reply_and_history_stays_consistent(
             (Reply(text=""), "empty reply"),
             (
                 Reply(status=401, error={"error": {"message": "bad key sk-123", "code": None}}),
-                "credentials",
+                "no API key is set; an operator needs to set OPENAI_API_KEY",
             ),
         ]
         for scripted, expected in cases:
@@ -397,7 +397,7 @@ async def test_stats_breaks_down_the_prompt(app: App, llm: FakeLLM) -> None:
     for part in ("system", "pins", "summary", "recent"):
         assert part in text
     assert "Messages stored: 2; in the window: 2" in text
-    assert "chat: 1 requests" in text
+    assert "chat: 1 request, " in text
     assert "gpt-4o-mini: counted exactly with o200k_base" in text
 
 
@@ -418,7 +418,7 @@ async def test_odd_text_is_stored_and_sent_safely(app: App, llm: FakeLLM) -> Non
         conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=100
     )
     users = [m.content for m in reversed(stored) if m.role is Role.USER]
-    assert users == ["<|endoftext|> hi", "nul\x00byte", "lone \ufffd surrogate", odd[3]]
+    assert users == ["<|endoftext|> hi", "nulbyte", "lone \ufffd surrogate", odd[3]]
 
 
 async def test_edits_and_deletions_follow_the_platform(app: App, llm: FakeLLM) -> None:

@@ -174,7 +174,7 @@ def test_bot_eval_names_the_bad_line_of_a_transcript(tmp_path: Path) -> None:
     [
         ("not json", "t:1: not valid JSON"),
         ('{"hello": 1}', "t:1: a line needs 'text', 'pin', 'fact' or 'probe'"),
-        ('{"user": "a", "text": "x", "adressed": true}', "t:1: unknown key(s) for a text line"),
+        ('{"user": "a", "text": "x", "adressed": true}', "t:1: unknown key for a text line"),
         ('{"fact": "f", "user": "a", "text": "x", "answer": "y"}', "the key 'y' does not occur"),
         ('{"user": "a", "text": "x"}', "t: no facts planted"),
     ],

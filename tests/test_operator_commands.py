@@ -72,7 +72,7 @@ def test_operator_commands_run_with_both_platforms_enabled_and_no_tokens(
 def test_run_still_names_the_variable_it_lacks(tmp_path: Path) -> None:
     socket = both_platforms(tmp_path, "http://127.0.0.1:9/v1")
     refused = untokened("run", "--config", socket)
-    assert refused.returncode == 2
+    assert refused.returncode == 78  # EX_CONFIG, as every configuration error
     assert refused.stderr == (
         "bot: slack: socket mode needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN in the environment\n"
     )

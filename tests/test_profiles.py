@@ -124,7 +124,7 @@ async def test_profile_lists_ids_and_sources_and_forget_removes_one_or_all(
     assert "prefers short answers" not in last_system(llm)
     assert "is the release manager" in last_system(llm)
     everything = await run_command(app.engine, command("forget", "all"))
-    assert "Forgot all 1 fact(s)" in everything.text
+    assert "Forgot 1 fact kept about you" in everything.text
     await app.engine.handle_message(said("hello again"))
     assert OWN not in last_system(llm) and "release manager" not in last_system(llm)
     usage = await run_command(app.engine, command("forget", "everything"))
@@ -164,7 +164,7 @@ async def test_the_profile_is_counted_in_the_budget_and_in_stats(
         assert count_prompt_tokens("gpt-4o-mini", body["messages"]) <= 400
         assert "time zone Asia/Shanghai" in body["messages"][0]["content"]
     line = next(x for x in stats.text.splitlines() if x.strip().startswith("profile"))
-    assert "(1 facts about who speaks)" in line
+    assert "(1 fact about who speaks)" in line
     block = f"{OWN}\n- time zone Asia/Shanghai"
     assert int(line.split()[1]) == len(encoding_for("gpt-4o-mini").encode_ordinary(block))
     shown = int(stats.text.split("Prompt: ")[1].split(" /")[0].replace(",", ""))
@@ -230,7 +230,7 @@ async def test_forget_all_removes_inferred_facts_and_they_are_not_inferred_again
             FactSource.SUMMARY,
         }
         forgot = await run_command(app.engine, command("forget", "all"))
-        assert "Forgot all 2 fact(s)" in forgot.text
+        assert "Forgot 2 facts kept about you" in forgot.text
         # Every compaction rebuilds from the raw messages, Ana's old one included: the model
         # proposes the fact again, but from messages older than her /forget; not stored.
         for i in range(2):

@@ -47,14 +47,14 @@ def test_piped_import_export_and_backup_print_periodic_lines_and_a_count(
     lines = imported.stderr.splitlines()
     assert lines[0].startswith("import: 1,000/5,001 records (20%), about ")
     assert "import: 4,000/5,001 records (80%)" in lines[3]
-    assert lines[-1] == "imported 5001 records"
+    assert lines[-1] == "imported 5,001 records"
     exported = bot("export", "--config", config, env=EVERY)
     assert exported.returncode == 0, exported.stderr
     assert exported.stdout == source.read_text(encoding="utf-8")  # stdout: the records only
     said = exported.stderr.splitlines()
     assert said[0].startswith("export: 1/5,001 records (0%), about ")  # the conversation
     assert said[1].startswith("export: 1,001/5,001 records (20%), about ")
-    assert said[-2:] == ["export: 5,001/5,001 records (100%)", "exported 5001 records"]
+    assert said[-2:] == ["export: 5,001/5,001 records (100%)", "exported 5,001 records"]
     backup = bot("backup", "--config", config, str(tmp_path / "copy.sqlite3"), env=EVERY)
     assert backup.returncode == 0, backup.stderr
     steps = [
@@ -67,7 +67,7 @@ def test_piped_import_export_and_backup_print_periodic_lines_and_a_count(
     assert steps[0][0] == 256 and steps[-1][0] == steps[-1][1]
     assert backup.stderr.splitlines()[-1].startswith("backed up ")
     quiet = bot("export", "--config", config, "--channel", "big")
-    assert quiet.stderr == "exported 5001 records\n"  # fast work: no line before the count
+    assert quiet.stderr == "exported 5,001 records\n"  # fast work: no line before the count
 
 
 def test_a_terminal_shows_a_bar_and_stdout_stays_the_export(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_a_terminal_shows_a_bar_and_stdout_stays_the_export(tmp_path: Path) -> N
     shown, _ = on_terminal("import", "--config", config, str(source))
     assert "0/5001 records" in shown and "eta" in shown  # an estimate, redrawn
     assert "━" in shown and "5001/5001 records" in shown, shown
-    assert "imported 5001 records" in shown
+    assert "imported 5,001 records" in shown
     shown, stdout = on_terminal("export", "--config", config)
     assert "━" in shown and "5001/5001 records" in shown
     assert stdout == source.read_bytes()

@@ -362,7 +362,7 @@ async def test_stats_shows_each_layers_share_including_recall(
         assert any(
             line.split()[:3] == [layer, f"{tokens:,}", share] for line in reply.text.split("\n")
         )
-    assert "(1 earlier messages found by search)" in reply.text
+    assert "(1 earlier message found by search)" in reply.text
 
 
 async def test_stats_says_when_recall_is_off(app: App) -> None:

@@ -148,9 +148,9 @@ def test_what_was_written_while_stopped_is_in_the_next_prompt_and_not_answered(
     ]
     # Only the question was answered: one placeholder, none for what was caught up.
     assert len(fake.called("chat.postMessage")) == posts + 1
-    assert "slack catch-up: started (1 conversation(s))" in stderr
-    assert "slack catch-up: 1/1 conversation(s) (100%)" in stderr
-    assert "slack: caught up 2 message(s) written while stopped, in 1 conversation(s)" in stderr
+    assert "slack catch-up: started (1 conversation)" in stderr
+    assert "slack catch-up: 1/1 conversation (100%)" in stderr
+    assert "slack: caught up 2 messages written while stopped, in 1 conversation" in stderr
     history = fake.called("conversations.history")
     assert history[0]["oldest"] == first and history[0]["channel"] == CHANNEL
 
@@ -176,7 +176,7 @@ def test_a_message_already_stored_is_not_stored_twice(
 
     ids = [mid for _, mid in bot.stored()]
     assert len(ids) == len(set(ids)) == 3
-    assert "slack: caught up 1 message(s) written while stopped" in stderr
+    assert "slack: caught up 1 message written while stopped" in stderr
 
 
 def test_at_most_max_messages_the_most_recent_are_caught_up(
@@ -194,7 +194,7 @@ def test_at_most_max_messages_the_most_recent_are_caught_up(
     stderr = bot.stop()
 
     assert [text for text, _ in bot.stored()] == ["before", "note 2", "note 3", "note 4"]
-    assert "caught up 3 message(s)" in stderr
+    assert "caught up 3 messages" in stderr
     assert "more than 3 written while stopped" in stderr
 
 
@@ -216,7 +216,7 @@ def test_the_history_rate_limit_is_waited_out_fifteen_a_call(
     assert [text for text, _ in bot.stored()][1:] == [f"note {n}" for n in range(20)]
     assert all(int(call["limit"]) <= 15 for call in fake.called("conversations.history"))
     assert fake.called("conversations.history!ratelimited")
-    assert "caught up 20 message(s)" in stderr
+    assert "caught up 20 messages" in stderr
 
 
 def test_what_the_rate_limit_keeps_from_being_read_is_logged(
@@ -236,8 +236,8 @@ def test_what_the_rate_limit_keeps_from_being_read_is_logged(
     bot.ask("still there?", ts(0))
     stderr = bot.stop()
 
-    assert f"1 conversation(s) not caught up: slack:{TEAM}:{CHANNEL}" in stderr
-    assert "caught up 0 message(s)" in stderr
+    assert f"1 conversation not caught up: slack:{TEAM}:{CHANNEL}" in stderr
+    assert "caught up 0 messages" in stderr
     assert "lost to the limit" not in [text for text, _ in bot.stored()]
 
 

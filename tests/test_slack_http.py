@@ -254,7 +254,7 @@ async def test_reset_is_for_configured_admins_only(slack: Slack, fake_slack: Fak
     refused = slack.last_response()
     assert refused["response_type"] == "ephemeral" and "Only" in refused["text"]
     await slack.command("reset", user="U9")
-    assert "Forgot 1 messages" in slack.last_response()["text"]
+    assert "Forgot 1 message " in slack.last_response()["text"]
 
 
 async def test_the_pin_shortcut_pins_a_message_through_interactivity(

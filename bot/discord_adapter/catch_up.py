@@ -25,6 +25,7 @@ from bot.discord_adapter.translate import to_incoming
 from bot.models import Conversation
 from bot.progress import logged
 from bot.store.base import Duplicate, NewestMessage
+from bot.wording import counted
 
 if TYPE_CHECKING:
     from bot.discord_adapter.client import MemoryClient
@@ -68,7 +69,7 @@ async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
     client.holds.hold(latest.conversation_key for latest in newest)
     total = 0
     progress = logged(
-        "discord catch-up", total=len(newest), unit="conversation(s)", logger=log, final=False
+        "discord catch-up", total=len(newest), unit="conversations", logger=log, final=False
     )
     try:
         with progress:
@@ -84,9 +85,9 @@ async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
         for latest in newest:
             client.holds.release(latest.conversation_key)
     log.info(
-        "discord: caught up %d message(s) written while stopped, in %d conversation(s)",
-        total,
-        progress.done,
+        "discord: caught up %s written while stopped, in %s",
+        counted(total, "message"),
+        counted(progress.done, "conversation"),
     )
 
 
@@ -120,7 +121,7 @@ async def _one(client: MemoryClient, latest: NewestMessage, until: datetime, lim
     stored = 0
     for message in sorted(found[:limit], key=lambda m: m.id):
         stored += await _store(client, conversation, message)
-    log.debug("discord catch-up: %d message(s) in %s", stored, conversation.key)
+    log.debug("discord catch-up: %s in %s", counted(stored, "message"), conversation.key)
     return stored
 
 

@@ -28,6 +28,7 @@ from bot.progress import logged
 from bot.slack_adapter.app import Listeners
 from bot.slack_adapter.translate import mentions, to_incoming
 from bot.store.base import Duplicate, NewestMessage
+from bot.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     newest = await listeners.engine.store.newest_messages(platform="slack", since=since)
     total = 0
     progress = logged(
-        "slack catch-up", total=len(newest), unit="conversation(s)", logger=log, final=False
+        "slack catch-up", total=len(newest), unit="conversations", logger=log, final=False
     )
     with progress:
         for index, latest in enumerate(newest):
@@ -64,21 +65,23 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
                 error = exc.response.get("error")
                 left = [n.conversation_key for n in newest[index:]]
                 log.warning(
-                    "slack catch-up stopped (%s): %d conversation(s) not caught up: %s",
+                    "slack catch-up stopped (%s): %s not caught up: %s",
                     error,
-                    len(left),
+                    counted(len(left), "conversation"),
                     ", ".join(left),
                 )
                 break
             total += outcome.stored
-            log.debug("slack catch-up: %d message(s) in %s", outcome.stored, conversation.key)
+            log.debug(
+                "slack catch-up: %s in %s", counted(outcome.stored, "message"), conversation.key
+            )
             if outcome.missed:
                 log.warning("slack catch-up in %s: %s", conversation.key, outcome.missed)
             progress.advance()
     log.info(
-        "slack: caught up %d message(s) written while stopped, in %d conversation(s)",
-        total,
-        progress.done,
+        "slack: caught up %s written while stopped, in %s",
+        counted(total, "message"),
+        counted(progress.done, "conversation"),
     )
 
 

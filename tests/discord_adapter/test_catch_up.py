@@ -108,8 +108,8 @@ def test_what_was_written_while_stopped_is_in_the_next_prompt_once_and_not_answe
     ids = [mid for _, mid in bot.stored()]
     assert len(set(ids)) == len(ids)
     assert len(fake.sent) == sent + 1  # only the question was answered
-    assert "discord catch-up: started (1 conversation(s))" in stderr
-    assert "discord: caught up 2 message(s) written while stopped, in 1 conversation(s)" in stderr
+    assert "discord catch-up: started (1 conversation)" in stderr
+    assert "discord: caught up 2 messages written while stopped, in 1 conversation" in stderr
 
 
 def test_at_most_max_messages_the_most_recent_are_caught_up(
@@ -129,5 +129,5 @@ def test_at_most_max_messages_the_most_recent_are_caught_up(
     stderr = bot.stop()
 
     assert [text for text, _ in bot.stored()] == ["before", "note 2", "note 3"]
-    assert "discord: caught up 2 message(s)" in stderr
+    assert "discord: caught up 2 messages" in stderr
     assert "more than 2 written while stopped" in stderr

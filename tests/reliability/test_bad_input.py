@@ -88,10 +88,10 @@ async def test_10000_pins_get_clear_answers_everywhere(app: App, llm: FakeLLM) -
         )
     reply = await app.engine.handle_message(said("hello?"))
     assert reply is not None and reply.kind is ReplyKind.ERROR
-    assert "10000 pinned facts" in reply.text and "/unpin ID" in reply.text
+    assert "10,000 pinned facts" in reply.text and "/unpin ID" in reply.text
     assert llm.chat_requests == []
     listing = await run_command(app.engine, command("pins"))
-    assert listing.text.startswith("10000 pinned fact(s)")
+    assert listing.text.startswith("10,000 pinned facts")
     assert len(listing.text) < 3200 and "more (#" in listing.text
     assert (
         "Context for console:local:general"
@@ -117,7 +117,7 @@ async def test_a_long_pin_is_listed_cut_short_and_said_so(app: App) -> None:
     await run_command(app.engine, command("pin", "short fact"))
     listing = (await run_command(app.engine, command("pins"))).text.splitlines()
     assert listing[1].startswith("#1 (Ana): word word") and listing[1].endswith("…")
-    assert listing[2] == "… and 1 more (#2 to #2)."
+    assert listing[2] == "… and 1 more (#2)."
     assert sum(len(line) for line in listing) < 3200
 
 
@@ -132,10 +132,10 @@ async def test_control_and_invisible_characters_in_names_and_pins(app: App, llm:
         reply = await app.engine.handle_message(said(blank))
         assert reply is not None and reply.text == "Your message was empty."
     listing = await run_command(app.engine, command("pins"))
-    assert "nul\x00 and \ufffd pin" in listing.text
+    assert "nul and \ufffd pin" in listing.text  # control characters are not kept
     assert await user_texts(app) == ["\u200b", "\u202e", "\ufeff only", "<|endoftext|>" * 50]
     names = {m["content"].split("]")[0] for m in llm.chat_requests[-1]["messages"][1::2]}
-    assert names == {"[Zoë\x00\ufffd\u202e<|im_start|>"}
+    assert names == {"[Zoë\ufffd\u202e<|im_start|>"}
 
 
 # -- properties ---------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_any_message_is_stored_once_and_answered_clearly(
         after = await store.messages_between(
             conversation_key=where.key, first_id=0, through_id=10**9
         )
-        if not text.strip():
+        if not clean_text(text).strip():  # nothing but control characters is empty too
             assert len(after) == before
             assert (reply is None) if not addressed else (reply and reply.kind is ReplyKind.INFO)
             return
@@ -259,7 +259,7 @@ def test_the_console_takes_bytes_that_are_not_utf8(tmp_path: Path, llm_thread: F
     result = chat(b"--channel", b"bytes", b"--user", b"ana", stdin=lines)
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode().splitlines()
-    assert out[:2] == ["echo: [ana] caf\ufffd \ufffd\x00ok", "Pinned #1: \ufffd( pinned"]
+    assert out[:2] == ["echo: [ana] caf\ufffd \ufffdok", "Pinned #1: \ufffd( pinned"]
     assert out[-1] == "#1 (ana): \ufffd( pinned"
     for option in (b"--channel", b"--user"):
         refused = chat(option, b"ab\xff", stdin=b"hello\n")

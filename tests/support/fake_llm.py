@@ -173,6 +173,8 @@ class FakeLLM:
         """What the embeddings endpoint answers for each input text."""
         self.embeddings_status = 200
         """Anything but 200: the embeddings endpoint fails with that status."""
+        self.api_key: str | None = None
+        """Set: every request without ``Authorization: Bearer <api_key>`` gets OpenAI's 401."""
         self.url = ""
         self._lock = threading.Lock()
         self._queue: deque[Item] = deque()
@@ -291,9 +293,26 @@ class FakeLLM:
             with self._lock:
                 seen = Record(request.method, request.path, body, headers, time.monotonic())
                 self._requests.append(seen)
+            refused = self._unauthorized(headers.get("authorization", ""))
+            if refused is not None:
+                return web.json_response(refused, status=401)
             return await handler(request)
 
         return record
+
+    def _unauthorized(self, authorization: str) -> JSON | None:
+        """OpenAI's 401 body for a missing or wrong key, or None when the key is right."""
+        if self.api_key is None:
+            return None
+        given = authorization.removeprefix("Bearer ").strip()
+        if given == self.api_key:
+            return None
+        if not given:
+            message = "You didn't provide an API key."
+            return _error(message, "invalid_request_error", None)
+        shown = f"{given[:3]}...{given[-4:]}" if len(given) > 8 else given
+        message = f"Incorrect API key provided: {shown}."
+        return _error(message, "invalid_request_error", "invalid_api_key")
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await _json_body(request)
