@@ -146,7 +146,9 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="forgetting probe: replay a transcript with planted facts through each strategy",
     )
-    evaluate.add_argument("transcript", type=Path, help="a JSON Lines transcript (README)")
+    evaluate.add_argument(
+        "transcript", type=Path, help="a JSON Lines transcript (docs/evaluation.md)"
+    )
     evaluate.add_argument(
         "--strategy",
         dest="strategies",
@@ -284,8 +286,8 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
             except NoPlatformEnabled:
                 print(
                     "bot run: no chat platform is enabled: set slack.enabled or "
-                    "discord.enabled to true in the config (README: Slack, Discord), or use "
-                    "`bot chat` to talk to the bot in the terminal.",
+                    "discord.enabled to true in the config (docs/slack.md, docs/discord.md), "
+                    "or use `bot chat` to talk to the bot in the terminal.",
                     file=sys.stderr,
                 )
                 return EXIT_CONFIG

@@ -2,7 +2,7 @@
 memory strategy and reports which facts are still in the prompt, and whether the model can
 still answer questions about them.
 
-A transcript is JSON Lines (README: *Forgetting probe*); each line is one object:
+A transcript is JSON Lines (docs/evaluation.md); each line is one object:
 
 - ``{"user": "ana", "text": "...", "addressed": false}``: a message; the bot answers it when
   ``addressed`` (default false);
