@@ -3,7 +3,10 @@ in a few words (never a URL, which may carry a ticket or a token)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
@@ -27,3 +30,32 @@ def cause(exc: BaseException) -> str:
         return "timed out"
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+async def retry(
+    attempt_once: Callable[[], Awaitable[None]],
+    *,
+    failing: str,
+    logger: logging.Logger,
+    errors: tuple[type[Exception], ...] = (Exception,),
+    stopped: Callable[[], bool] = lambda: False,
+) -> int | None:
+    """Await ``attempt_once`` until it succeeds, logging each failure in one line
+    (``failing (cause); retrying in N s (attempt K)``) and waiting :func:`delay` between.
+    Returns the attempts it took, or None once ``stopped()`` says to give up."""
+    attempt = 0
+    while not stopped():
+        attempt += 1
+        try:
+            await attempt_once()
+        except errors as exc:
+            if stopped():
+                return None
+            wait = delay(attempt)
+            logger.warning(
+                "%s (%s); retrying in %.1f s (attempt %d)", failing, cause(exc), wait, attempt
+            )
+            await asyncio.sleep(wait)
+        else:
+            return attempt
+    return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from itertools import count
 
 import aiohttp
 import discord
@@ -118,23 +117,17 @@ class DiscordPlatform:
         discord.py issue 10520)."""
         gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
         async with aiohttp.ClientSession(timeout=_PROBE_TIMEOUT) as session:
-            for attempt in count(1):
-                try:
-                    async with session.ws_connect(gateway):
-                        pass
-                except (OSError, aiohttp.ClientError, TimeoutError) as exc:
-                    wait = reconnect.delay(attempt)
-                    log.warning(
-                        "discord: cannot connect to the gateway %s (%s); retrying in %.1f s "
-                        "(attempt %d)",
-                        gateway,
-                        reconnect.cause(exc),
-                        wait,
-                        attempt,
-                    )
-                    await asyncio.sleep(wait)
-                else:
-                    return
+
+            async def probe() -> None:
+                async with session.ws_connect(gateway):
+                    pass
+
+            await reconnect.retry(
+                probe,
+                failing=f"discord: cannot connect to the gateway {gateway}",
+                logger=log,
+                errors=(OSError, aiohttp.ClientError, TimeoutError),
+            )
 
     async def _catch_up_now(self) -> None:
         try:

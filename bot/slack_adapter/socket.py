@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from itertools import count
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -29,27 +28,22 @@ class SocketClient(SocketModeClient):
     line with the next delay, and retried until it connects or the client is closed."""
 
     async def connect(self) -> None:
-        for attempt in count(1):
-            if self.closed:
-                return
-            try:
-                await self._connect_once()
-            except Exception as exc:
-                if self._stopped():
-                    return
-                wait = reconnect.delay(attempt)
-                log.warning(
-                    "slack: cannot connect to Socket Mode (%s); retrying in %.1f s (attempt %d)",
-                    reconnect.cause(exc),
-                    wait,
-                    attempt,
-                )
-                self.wss_uri = None
-                await asyncio.sleep(wait)
-            else:
-                if attempt > 1:
-                    log.info("slack: Socket Mode connected after %d attempts", attempt)
-                return
+        attempts = await reconnect.retry(
+            self._connect_afresh,
+            failing="slack: cannot connect to Socket Mode",
+            logger=log,
+            stopped=self._stopped,
+        )
+        if attempts is not None and attempts > 1:
+            log.info("slack: Socket Mode connected after %d attempts", attempts)
+
+    async def _connect_afresh(self) -> None:
+        """One attempt; after a failure the next asks for a new websocket URL."""
+        try:
+            await self._connect_once()
+        except Exception:
+            self.wss_uri = None
+            raise
 
     async def connect_to_new_endpoint(self, force: bool = False) -> None:
         """As slack_sdk's, with the new URL asked for inside :meth:`connect`'s attempts."""
