@@ -344,7 +344,7 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     strategies = [Strategy(s) for s in args.strategies or [s.value for s in Strategy]]
     steps = len(transcript.steps) + len(transcript.probes)
     try:
-        with shown("eval", total=steps * len(strategies), unit="steps", final=True) as progress:
+        with shown("eval", total=steps * len(strategies), unit="step", final=True) as progress:
             results = await evaluate(config, transcript, strategies, progress.advance)
     except ModelFailed as exc:
         print(f"bot eval: {exc}", file=sys.stderr)
@@ -418,7 +418,7 @@ async def _stats(app: App, channel: str | None) -> int:
 
 
 async def _backup(store: SqliteStore, args: argparse.Namespace) -> int:
-    with shown("backup", total=None, unit="pages") as progress:
+    with shown("backup", total=None, unit="page") as progress:
 
         def pages(done: int, total: int) -> None:
             if progress.total != total:
@@ -447,7 +447,7 @@ async def _export(store: SqliteStore, args: argparse.Namespace) -> int:
     try:
         with (
             partial.open("w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,
-            shown("export", total=None, unit="records") as progress,
+            shown("export", total=None, unit="record") as progress,
         ):
 
             def write(records: list[dict[str, Any]]) -> None:
@@ -480,7 +480,7 @@ async def _import(store: SqliteStore, args: argparse.Namespace) -> int:
                 records = parse_lines(utf8_lines(source, str(args.file)))
         else:
             records = parse_lines(utf8_lines(sys.stdin.buffer, "stdin"))
-        with shown("import", total=len(records), unit="records") as progress:
+        with shown("import", total=len(records), unit="record") as progress:
             imported = await store.import_records(records, progress.advance)
     except (ArchiveError, OSError, NotUtf8) as exc:
         print(f"bot import: {exc}", file=sys.stderr)

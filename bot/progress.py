@@ -16,6 +16,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
+from bot.wording import counted, noun_for
+
 if TYPE_CHECKING:  # rich is imported only where a bar may be drawn (commands, not the core)
     from rich.console import Console
     from rich.progress import Progress as RichProgress
@@ -71,7 +73,7 @@ class Progress:
                 TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn(unit),
+                TextColumn(noun_for(2, unit)),
                 TimeElapsedColumn(),
                 TextColumn("eta"),
                 TimeRemainingColumn(),
@@ -96,7 +98,7 @@ class Progress:
             self._bar.stop()
         elif kind is None and self._final:
             seconds = time.monotonic() - self._started
-            self._say(f"{self.what}: {_of(self.done, self.unit)} in {seconds:.1f} s")
+            self._say(f"{self.what}: {counted(self.done, self.unit)} in {seconds:.1f} s")
 
     def set_total(self, total: int) -> None:
         self.total = total
@@ -117,9 +119,9 @@ class Progress:
 
     def _line(self, now: float) -> str:
         if not self.total:
-            return f"{self.what}: {_of(self.done, self.unit)} so far"
+            return f"{self.what}: {counted(self.done, self.unit)} so far"
         share = min(self.done / self.total, 1.0)
-        line = f"{self.what}: {self.done:,}/{_of(self.total, self.unit)} ({share:.0%})"
+        line = f"{self.what}: {self.done:,}/{counted(self.total, self.unit)} ({share:.0%})"
         if 0 < share < 1:
             left = (now - self._started) * (1 - share) / share
             line += f", about {_duration(left)} left"
@@ -167,12 +169,7 @@ def logged(
 ) -> Progress:
     """For background work: a log line at the start, every few seconds, and (``final``) at
     the end."""
-    counted = f" ({_of(total, unit)})" if total else ""
-    logger.info("%s: started%s", what, counted)
+    started = f" ({counted(total, unit)})" if total else ""
+    logger.info("%s: started%s", what, started)
     every = _every(os.environ)
     return Progress(what, total=total, unit=unit, say=logger.info, every=every, final=final)
-
-
-def _of(count: int, unit: str) -> str:
-    """``1 record``, ``2 records``: ``unit`` is the plural of a regular noun."""
-    return f"{count:,} {unit.removesuffix('s') if count == 1 else unit}"

@@ -256,7 +256,7 @@ class Recaller:
         embedded = 0
         before = before_id
         progress = logged(
-            "embedding stored messages", total=None, unit="messages", logger=log, final=False
+            "embedding stored messages", total=None, unit="message", logger=log, final=False
         )
         with progress:
             while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):

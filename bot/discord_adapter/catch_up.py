@@ -69,7 +69,7 @@ async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
     client.holds.hold(latest.conversation_key for latest in newest)
     total = 0
     progress = logged(
-        "discord catch-up", total=len(newest), unit="conversations", logger=log, final=False
+        "discord catch-up", total=len(newest), unit="conversation", logger=log, final=False
     )
     try:
         with progress:

@@ -54,7 +54,7 @@ async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     newest = await listeners.engine.store.newest_messages(platform="slack", since=since)
     total = 0
     progress = logged(
-        "slack catch-up", total=len(newest), unit="conversations", logger=log, final=False
+        "slack catch-up", total=len(newest), unit="conversation", logger=log, final=False
     )
     with progress:
         for index, latest in enumerate(newest):
