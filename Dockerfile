@@ -18,7 +18,7 @@ RUN /opt/venv/bin/pip install --require-hashes -r requirements.lock \
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 RUN /opt/venv/bin/pip install --no-deps --no-build-isolation . \
-    && /opt/venv/bin/python -c "from bot.tokens import install_encodings; install_encodings()" \
+    && /opt/venv/bin/python -c "from bot.core.memory.tokens import install_encodings; install_encodings()" \
     && /opt/venv/bin/python -c "import tiktoken; tiktoken.get_encoding('o200k_base'); tiktoken.get_encoding('cl100k_base')"
 
 FROM python:3.11-slim-bookworm

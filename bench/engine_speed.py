@@ -5,7 +5,7 @@ What it shows: how one turn (``Engine.record`` + ``Assembler.build``, as
 and 100,000 messages with an 8,000-token budget, i.e. whether the cost stays flat as the
 history grows. The targets and the latest figures are in ``bench/RESULTS.md``.
 
-For each size: a fresh SQLite file in a temporary folder, wired by :func:`bot.app.open_app`
+For each size: a fresh SQLite file in a temporary folder, wired by :func:`bot.wiring.open_app`
 (the endpoint is a dummy; nothing is sent), pre-filled through the engine's own API
 (``Engine.record`` for user messages; the assistant's replies stored as ``handle_message``
 stores them, ``reply_to`` the question, so they form whole turns) with a multi-user
@@ -75,12 +75,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiosqlite
 
-from bot.app import open_app
 from bot.config import Config, Strategy, parse_config
-from bot.context import Speaker
-from bot.engine import Engine
-from bot.llm import Completion
-from bot.models import (
+from bot.core.engine import Engine
+from bot.core.memory.summarizer import Summarizer, split_profiles
+from bot.core.memory.tokens import install_encodings
+from bot.core.models import (
     Conversation,
     FactSource,
     IncomingMessage,
@@ -88,8 +87,9 @@ from bot.models import (
     Role,
     StoredMessage,
 )
-from bot.summarizer import Summarizer, split_profiles
-from bot.tokens import install_encodings
+from bot.core.ports.llm import Completion
+from bot.core.prompt.assembler import Speaker
+from bot.wiring import open_app
 
 TARGET_MS = 2.0
 TARGET_RATIO = 1.5

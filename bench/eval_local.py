@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import yaml
 
 from bot.cli import main as bot_main
-from bot.evaluate import load_transcript
-from bot.summarizer import SUMMARY_INSTRUCTIONS
+from bot.core.memory.summarizer import SUMMARY_INSTRUCTIONS
+from bot.ops.evaluate import load_transcript
 from tests.support.fake_llm import FakeLLM, echo
 
 

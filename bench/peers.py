@@ -69,11 +69,11 @@ from llama_index.core import __version__ as llama_version
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 
-from bot.app import open_app
 from bot.config import Strategy
-from bot.engine import Engine
-from bot.models import IncomingMessage
-from bot.tokens import install_encodings
+from bot.core.engine import Engine
+from bot.core.memory.tokens import install_encodings
+from bot.core.models import IncomingMessage
+from bot.wiring import open_app
 
 MODEL = "gpt-4o-mini"
 TARGET_LANGCHAIN = 100.0  # at 10,000 messages

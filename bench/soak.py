@@ -50,8 +50,8 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from bot.summarizer import SUMMARY_INSTRUCTIONS
-from bot.tokens import install_encodings
+from bot.core.memory.summarizer import SUMMARY_INSTRUCTIONS
+from bot.core.memory.tokens import install_encodings
 from tests.support.fake_llm import FakeLLM, Reply, echo
 from tests.support.fake_slack import BOT_USER, TEAM, FakeSlack, signed_headers
 

@@ -19,7 +19,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot import __version__
-from bot.app import App, missing_keys, open_app
 from bot.config import (
     Config,
     ConfigError,
@@ -29,16 +28,18 @@ from bot.config import (
     load_config,
     require_platform_tokens,
 )
-from bot.http_server import serve_http
-from bot.logs import setup_logging
-from bot.models import Conversation
-from bot.platforms import NoPlatformEnabled, PlatformError, enabled_platforms, run_platforms
-from bot.progress import shown
+from bot.core.models import Conversation
+from bot.core.ports.platform import NoPlatformEnabled, PlatformError
+from bot.core.ports.store import StorageError
+from bot.core.progress import shown
+from bot.core.wording import counted
+from bot.ops.http_server import serve_http
+from bot.run import enabled_platforms, run_platforms
 from bot.store.archive import ArchiveError, BackupError, dump_lines, os_reason, parse_lines
-from bot.store.base import StorageError
-from bot.store.sqlite import DatabaseError, SqliteStore
+from bot.store.sqlite.store import DatabaseError, SqliteStore
+from bot.telemetry.logs import setup_logging
 from bot.textfile import NotUtf8, utf8_lines
-from bot.wording import counted
+from bot.wiring import App, missing_keys, open_app
 
 log = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -220,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "slack-manifest":  # needs no configuration
-        from bot.slack_adapter.manifest import manifest_yaml
+        from bot.adapters.slack.manifest import manifest_yaml
 
         print(manifest_yaml(args.request_url), end="")
         return EXIT_OK
@@ -293,12 +294,12 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
                 return EXIT_CONFIG
             return EXIT_OK
         if args.command == "chat":
-            from bot.console import chat
+            from bot.adapters.console import chat
 
             await chat(app.engine, channel=args.channel, user=args.user)
             return EXIT_OK
         if args.command == "doctor":
-            from bot.doctor import run_checks
+            from bot.ops.doctor import run_checks
 
             ok = await run_checks(app, path, lambda check: print(check.line(), flush=True))
             return EXIT_OK if ok else EXIT_FAILED
@@ -311,7 +312,7 @@ async def _eval(args: argparse.Namespace, config: Config) -> int:
     """``bot eval``: never opens the configured database; each strategy gets a fresh one."""
     import json
 
-    from bot.evaluate import (
+    from bot.ops.evaluate import (
         ModelFailed,
         TranscriptError,
         evaluate,
@@ -398,7 +399,7 @@ async def _known_conversation(
 
 
 async def _stats(app: App, channel: str | None) -> int:
-    from bot.commands import format_stats
+    from bot.core.commands import format_stats
 
     if channel:
         conversation = await _known_conversation(app.store, "stats", channel)

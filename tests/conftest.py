@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from bot.app import App, open_app
 from bot.config import Config, parse_config
-from bot.summarizer import SUMMARY_INSTRUCTIONS
-from bot.tokens import install_encodings
+from bot.core.memory.summarizer import SUMMARY_INSTRUCTIONS
+from bot.core.memory.tokens import install_encodings
+from bot.wiring import App, open_app
 from tests.support.fake_llm import FakeLLM, echo
 
 ConfigFactory = Callable[..., Config]

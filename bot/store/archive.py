@@ -34,9 +34,8 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from bot.importance import score
-from bot.models import Conversation
-from bot.store.turncache import MARK_CONVERSATION
+from bot.core.memory.importance import score
+from bot.core.models import Conversation
 
 # Table, record type, columns.
 _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
@@ -84,6 +83,10 @@ _CHANNEL_FILTER = {
     "profile_facts": _CHANNEL_PEOPLE,
     "profile_forgets": _CHANNEL_PEOPLE,
 }
+
+
+MARK_CONVERSATION = "INSERT INTO message_changes (conversation) VALUES (?)"
+"""Tells every process's turn cache that a conversation changed."""
 
 
 class ArchiveError(Exception):

@@ -15,7 +15,7 @@ import random
 import sys
 from typing import Any
 
-from bot.tokens import install_encodings
+from bot.core.memory.tokens import install_encodings
 from tests.conftest import respond
 from tests.support.fake_llm import FakeLLM, Reply
 

@@ -1,0 +1,227 @@
+"""The discord.py client: gateway events to the engine, replies back to the channel."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+import logging
+import sys
+from typing import Any
+
+import discord
+
+from bot.adapters.discord.catch_up import Holds
+from bot.adapters.discord.facts import facts_of, parent_of
+from bot.adapters.discord.render import split_message
+from bot.adapters.discord.slash import NO_MENTIONS, CommandRunner, build_tree
+from bot.adapters.discord.translate import conversation_for, is_pushpin, to_incoming
+from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
+from bot.config import DiscordConfig
+from bot.core.engine import Engine, Pending
+from bot.core.models import Conversation, IncomingMessage, Reply
+from bot.core.ports.store import StorageError
+
+log = logging.getLogger(__name__)
+
+_PARENTS = 4096  # uncached threads whose parent channel is remembered
+_NOT_ATTACHED = "(The rest of this reply could not be attached; it is kept in memory.)"
+
+
+def intents() -> discord.Intents:
+    """Guilds, messages (server and DM) and their text: Message Content is privileged;
+    reactions (for 📌) are not."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.dm_messages = True
+    wanted.message_content = True
+    wanted.reactions = True
+    return wanted
+
+
+class MemoryClient(discord.Client):
+    def __init__(
+        self, *, engine: Engine, settings: DiscordConfig, guild_ready_timeout: float = 2.0
+    ) -> None:
+        # The bot never joins voice: discord.py need not warn on each start that the voice
+        # libraries are not installed.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        super().__init__(
+            intents=intents(),
+            allowed_mentions=NO_MENTIONS,
+            guild_ready_timeout=guild_ready_timeout,
+        )
+        self._engine = engine
+        self._settings = settings
+        self._answer_channels = frozenset(settings.answer_channels)
+        self._parents: dict[int, asyncio.Future[int | None]] = {}
+        self.holds = Holds()
+        """Conversations being caught up on start: their live messages wait for it."""
+        self.tree = build_tree(self, CommandRunner(engine=engine, settings=settings))
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @property
+    def settings(self) -> DiscordConfig:
+        return self._settings
+
+    @property
+    def answer_channels(self) -> frozenset[int]:
+        return self._answer_channels
+
+    async def setup_hook(self) -> None:
+        """Sync the slash commands: to the development server when one is configured."""
+        if self._settings.dev_guild_id is not None:
+            guild = discord.Object(id=self._settings.dev_guild_id)
+            self.tree.copy_global_to(guild=guild)
+            synced = await self.tree.sync(guild=guild)
+            log.info("synced %d commands to server %s", len(synced), guild.id)
+        else:
+            synced = await self.tree.sync()
+            log.info("synced %d commands globally (they can take a while to appear)", len(synced))
+
+    async def _parent(self, guild_id: int | None, channel_id: int, channel: object) -> int | None:
+        """The parent channel when ``channel_id`` is a thread. A thread the client has not
+        cached (an archived one, say) comes as a bare id: Discord is asked once what it is,
+        so that its messages, edits, deletions and 📌 reach the thread's memory rather than
+        a conversation of their own."""
+        if guild_id is None or isinstance(channel, discord.Thread):
+            return parent_of(channel)
+        if channel is not None and not isinstance(channel, discord.PartialMessageable):
+            return None  # a channel the client knows
+        known = self._parents.get(channel_id)
+        if known is None:  # one request, however many events arrive meanwhile
+            if len(self._parents) >= _PARENTS:
+                self._parents.clear()
+            known = self._parents[channel_id] = asyncio.ensure_future(
+                self._fetch_parent(channel_id)
+            )
+        return await asyncio.shield(known)
+
+    async def _fetch_parent(self, channel_id: int) -> int | None:
+        try:
+            fetched = await self.fetch_channel(channel_id)
+        except Exception as exc:
+            # Whatever went wrong, the event is taken as a channel's; asked again next time.
+            self._parents.pop(channel_id, None)
+            log.warning("cannot tell whether channel %s is a thread (%s)", channel_id, exc)
+            return None
+        return parent_of(fetched)
+
+    async def _conversation(
+        self, guild_id: int | None, channel_id: int, channel: object
+    ) -> Conversation:
+        parent = await self._parent(guild_id, channel_id, channel)
+        return conversation_for(guild_id=guild_id, channel_id=channel_id, parent_id=parent)
+
+    async def _incoming(self, message: discord.Message) -> IncomingMessage | None:
+        if self.user is None:
+            return None
+        facts = facts_of(message)
+        if facts.parent_id is None:
+            parent = await self._parent(facts.guild_id, facts.channel_id, message.channel)
+            facts = dataclasses.replace(facts, parent_id=parent)
+        return to_incoming(facts, bot_id=self.user.id, answer_channels=self._answer_channels)
+
+    async def on_message(self, message: discord.Message) -> None:
+        incoming = await self._incoming(message)
+        if incoming is None:
+            return
+        await self.holds.wait(incoming.conversation.key)
+        try:
+            await self._take(message, incoming)
+        except StorageError as exc:
+            # Discord never delivers a message again: the person is told it was not kept.
+            notice = self._engine.storage_notice(incoming.conversation, exc)
+            if notice is not None:
+                await self._send(message, notice, incoming.conversation)
+
+    async def _take(self, message: discord.Message, incoming: IncomingMessage) -> None:
+        if not incoming.addressed:
+            if self._settings.record == "all":
+                await self._engine.handle_message(incoming)
+            return
+        # Stored first: the typing indicator is a request that may be slow or rate-limited.
+        accepted = await self._engine.accept(incoming)
+        if isinstance(accepted, Pending):
+            try:
+                async with message.channel.typing():
+                    accepted = await self._engine.answer(accepted)
+            finally:
+                if isinstance(accepted, Pending):
+                    self._engine.release(accepted)
+        if accepted is not None:
+            await self._send(message, accepted, incoming.conversation)
+
+    async def _send(
+        self, message: discord.Message, reply: Reply, conversation: Conversation
+    ) -> None:
+        long = shorten(reply.text, self._engine.config.llm.max_reply_chars)
+        parts = split_message(long.shown if long else reply.text)
+        if not parts:
+            return
+        first, *rest = parts
+        reference = message.to_reference(fail_if_not_exists=False)
+        sent = await message.channel.send(
+            first.text, reference=reference, allowed_mentions=NO_MENTIONS
+        )
+        if reply.stored_id is not None:
+            # Deleting or editing the answer's first message in Discord reaches memory.
+            await self._engine.attach_message_id(conversation, reply.stored_id, str(sent.id))
+        for part in rest:
+            await message.channel.send(part.text, allowed_mentions=NO_MENTIONS)
+        if long is not None:
+            await self._attach(message.channel, long)
+
+    async def _attach(self, channel: discord.abc.Messageable, long: LongReply) -> None:
+        """The whole of a long reply as a file, with its note."""
+        file = discord.File(io.BytesIO(long.attachment), filename=ATTACHMENT_NAME)
+        try:
+            await channel.send(long.note, file=file, allowed_mentions=NO_MENTIONS)
+        except discord.HTTPException as exc:  # no Attach Files permission, say
+            log.warning("attaching a long reply failed: %s %s", exc.status, exc.text)
+            await channel.send(_NOT_ATTACHED, allowed_mentions=NO_MENTIONS)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        incoming = await self._incoming(payload.message)
+        if incoming is None or incoming.message_id is None:
+            return
+        await self._engine.edit_message(incoming.conversation, incoming.message_id, incoming.text)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self._forget(payload.guild_id, payload.channel_id, [payload.message_id])
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self._forget(payload.guild_id, payload.channel_id, sorted(payload.message_ids))
+
+    async def _forget(self, guild_id: int | None, channel_id: int, message_ids: list[int]) -> None:
+        conversation = await self._conversation(guild_id, channel_id, self.get_channel(channel_id))
+        for message_id in message_ids:
+            await self._engine.delete_message(conversation, str(message_id))
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._pushpin(payload, on=True)
+
+    async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._pushpin(payload, on=False)
+
+    async def _pushpin(self, payload: discord.RawReactionActionEvent, *, on: bool) -> None:
+        """📌 on a remembered message marks it important; other reactions, the bot's own and
+        messages memory does not have are ignored."""
+        if not is_pushpin(payload.emoji.name):
+            return
+        if self.user is not None and payload.user_id == self.user.id:
+            return
+        conversation = await self._conversation(
+            payload.guild_id, payload.channel_id, self.get_channel(payload.channel_id)
+        )
+        if not await self._engine.mark_important(conversation, str(payload.message_id), on):
+            log.debug("ignoring a pushpin on a message not in memory")
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        if isinstance(sys.exc_info()[1], StorageError):
+            return  # the store logged its cause in one line
+        log.exception("Discord event %s failed", event_method)

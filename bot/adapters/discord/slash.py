@@ -1,0 +1,160 @@
+"""Slash commands and the "Pin to memory" menu, registered from :data:`bot.core.commands.COMMANDS`.
+
+Every interaction is deferred at once (Discord allows 3 s) and answered with follow-ups.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, NamedTuple
+
+import discord
+from discord import app_commands
+
+from bot.adapters.discord.facts import conversation_of
+from bot.adapters.discord.render import split_message
+from bot.adapters.discord.translate import prompt_text
+from bot.config import DiscordConfig
+from bot.core.commands import COMMANDS, CommandSpec, run_command
+from bot.core.engine import Engine
+from bot.core.models import CommandCall, Reply, ReplyKind
+
+log = logging.getLogger(__name__)
+
+PIN_MENU = "Pin to memory"
+NO_MENTIONS = discord.AllowedMentions.none()
+_OPTION = re.compile(r"^(\[)?([A-Za-z]+)\]?$")
+Interaction = discord.Interaction[Any]
+
+
+class CommandRunner:
+    """Runs the core's commands for Discord interactions."""
+
+    def __init__(self, *, engine: Engine, settings: DiscordConfig) -> None:
+        self._engine = engine
+        self._admins = frozenset(settings.admin_user_ids)
+
+    def can_manage(self, interaction: Interaction) -> bool:
+        """DMs are the caller's own; in servers Manage Messages, or the configured admins."""
+        if interaction.guild_id is None or interaction.user.id in self._admins:
+            return True
+        return interaction.permissions.manage_messages
+
+    async def run(self, interaction: Interaction, spec: CommandSpec, argument: str) -> None:
+        await interaction.response.defer(thinking=True, ephemeral=spec.ephemeral)
+        call = CommandCall(
+            conversation=conversation_of(
+                guild_id=interaction.guild_id,
+                channel_id=interaction.channel_id or 0,
+                channel=interaction.channel,
+            ),
+            name=spec.name,
+            argument=argument,
+            user_id=str(interaction.user.id),
+            user_name=interaction.user.display_name,
+            can_manage=self.can_manage(interaction),
+        )
+        try:
+            reply = await run_command(self._engine, call)
+        except Exception:
+            log.exception("/%s failed in %s", spec.name, call.conversation.key)
+            reply = Reply(
+                f"/{spec.name} failed; the details are in the bot's log.",
+                kind=ReplyKind.ERROR,
+                ephemeral=True,
+            )
+        await self.answer(interaction, reply, deferred_ephemeral=spec.ephemeral)
+
+    async def answer(
+        self, interaction: Interaction, reply: Reply, *, deferred_ephemeral: bool
+    ) -> None:
+        """Follow up the deferred response; an ephemeral reply to a public deferral replaces it."""
+        if reply.ephemeral and not deferred_ephemeral:
+            await interaction.delete_original_response()
+        for part in split_message(reply.text):
+            await interaction.followup.send(
+                part.text, ephemeral=reply.ephemeral, allowed_mentions=NO_MENTIONS
+            )
+
+    async def pin_message(self, interaction: Interaction, message: discord.Message) -> None:
+        text = prompt_text(
+            message.content,
+            {user.id: user.display_name for user in message.mentions},
+            bot_id=interaction.client.user.id if interaction.client.user else 0,
+        )
+        if not text:
+            await interaction.response.defer(thinking=True, ephemeral=True)
+            error = Reply("That message has no text to pin.", kind=ReplyKind.ERROR, ephemeral=True)
+            await self.answer(interaction, error, deferred_ephemeral=True)
+            return
+        pin = next(spec for spec in COMMANDS if spec.name == "pin")
+        await self.run(interaction, pin, f"{message.author.display_name}: {text}")
+
+
+class Option(NamedTuple):
+    name: str
+    required: bool
+
+
+def _option(spec: CommandSpec) -> Option | None:
+    """The command's one text option from its usage: ``/pin TEXT`` → required ``text``,
+    ``/reset [all]`` → optional ``option``."""
+    words = spec.usage.split()[1:]
+    if not words:
+        return None
+    match = _OPTION.match(words[0])
+    if match is None:
+        return Option("argument", required=True)
+    optional, word = match.groups()
+    return Option("option" if optional else word.lower(), required=not optional)
+
+
+Callback = Any  # discord.py inspects the signature; its own type is a union of shapes
+
+
+def _callback(runner: CommandRunner, spec: CommandSpec, option: Option | None) -> Callback:
+    if option is None:
+
+        async def bare(interaction: discord.Interaction[Any]) -> None:
+            await runner.run(interaction, spec, "")
+
+        return bare
+    if option.required:
+
+        async def required(interaction: discord.Interaction[Any], argument: str) -> None:
+            await runner.run(interaction, spec, argument)
+
+        return required
+
+    async def optional(interaction: discord.Interaction[Any], argument: str | None = None) -> None:
+        await runner.run(interaction, spec, argument or "")
+
+    return optional
+
+
+def slash_command(runner: CommandRunner, spec: CommandSpec) -> app_commands.Command[Any, Any, None]:
+    option = _option(spec)
+    command: app_commands.Command[Any, Any, None] = app_commands.Command(
+        name=spec.name, description=spec.description[:100], callback=_callback(runner, spec, option)
+    )
+    if option is not None:
+        app_commands.rename(argument=option.name)(command)
+        app_commands.describe(argument=f"{spec.usage} — {spec.description}"[:100])(command)
+    if spec.admin:
+        command.default_permissions = discord.Permissions(manage_messages=True)
+    return command
+
+
+def build_tree(client: discord.Client, runner: CommandRunner) -> app_commands.CommandTree[Any]:
+    tree: app_commands.CommandTree[Any] = app_commands.CommandTree(client)
+    for spec in COMMANDS:
+        tree.add_command(slash_command(runner, spec))
+
+    async def pin_to_memory(
+        interaction: discord.Interaction[Any], message: discord.Message
+    ) -> None:
+        await runner.pin_message(interaction, message)
+
+    tree.add_command(app_commands.ContextMenu(name=PIN_MENU, callback=pin_to_memory))
+    return tree

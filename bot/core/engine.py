@@ -1,0 +1,526 @@
+"""The core: stores every message, builds each prompt, asks the model, keeps summaries going.
+
+Platform adapters hand it :class:`~bot.core.models.IncomingMessage` and
+:class:`~bot.core.models.CommandCall` values and get :class:`~bot.core.models.Reply` values back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+
+from bot.config import Config
+from bot.core.memory.calibration import Calibrator
+from bot.core.memory.importance import score
+from bot.core.memory.recall import Recaller
+from bot.core.memory.summarizer import Summarizer
+from bot.core.memory.tokens import ChatTokenizer
+from bot.core.models import (
+    Conversation,
+    IncomingMessage,
+    Person,
+    Reply,
+    ReplyKind,
+    Role,
+    StoredMessage,
+    Summary,
+    render_content,
+)
+from bot.core.observe import NoObserver, Observer
+from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
+from bot.core.ports.store import Duplicate, StorageError, Store
+from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
+from bot.core.wording import counted
+
+log = logging.getLogger(__name__)
+
+STORAGE_NOTICE = (
+    "I couldn't save that message: the bot's storage is failing; an operator has been told"
+)
+_COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
+_SHRINK_ON_OVERFLOW = 0.75
+_REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
+
+
+class _Locks:
+    """One lock per key for as long as anyone holds or waits on it."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def __call__(self, key: str) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[key] = lock
+        return lock
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An addressed message, stored, not yet answered (:meth:`Engine.accept`)."""
+
+    message: IncomingMessage
+    stored: StoredMessage
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The prompt the next message would get, for ``/stats``."""
+
+    prompt: Prompt
+    stored_messages: int
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        store: Store,
+        chat: ChatModel,
+        summarizer: Summarizer,
+        tokenizer: ChatTokenizer,
+        calibrator: Calibrator,
+        observer: Observer | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.chat = chat
+        self.summarizer = summarizer
+        self.tokenizer = tokenizer
+        self.calibrator = calibrator
+        self.observer: Observer = observer or NoObserver()
+        memory = config.memory
+        self.recaller = Recaller(
+            store=store,
+            count=tokenizer.count,
+            memory=config.memory,
+            embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
+        )
+        self.assembler = Assembler(
+            store=store,
+            tokenizer=tokenizer,
+            memory=config.memory,
+            system_prompt=config.system_prompt,
+            recaller=self.recaller,
+        )
+        self._reply_locks = _Locks()
+        # Messages of one conversation are stored in the order they arrived, even when one
+        # is counted off the event loop or opens the conversation.
+        self._record_locks = _Locks()
+        self._summary_locks = _Locks()
+        self._summary_tasks: dict[str, asyncio.Task[None]] = {}
+        # Turns whose message was stored but not yet answered, per conversation: a summary
+        # must not fold them, or the prompt built for them would miss them.
+        self._awaiting: dict[str, set[int]] = {}
+        self._summary_retry_at: dict[str, float] = {}
+        # Tasks answering a message right now, so that shutdown can finish or abandon them.
+        self._replying: set[asyncio.Task[object]] = set()
+        self._embedding: set[asyncio.Task[None]] = set()
+        # The storage incident each conversation was last told about.
+        self._told: dict[str, int] = {}
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def count(self, text: str) -> int:
+        if len(text) > _COUNT_IN_THREAD:
+            return await asyncio.to_thread(self.tokenizer.count, text)
+        return self.tokenizer.count(text)
+
+    def budget(self) -> int:
+        return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
+
+    async def has_answered(self, conversation: Conversation) -> bool:
+        """Whether the bot has answered in the conversation (a thread it follows, say), as
+        memory has it: what an adapter asks after a restart, when its own records are gone."""
+        return await self.store.has_answered(conversation_key=conversation.key)
+
+    async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
+        """Store a message without answering it (``embed``: and embed it in the background,
+        when recall by meaning is on; a message about to be answered is embedded as recall's
+        query instead)."""
+        text = clean_text(message.text)
+        name = clean_text(message.author_name) or message.author_id
+        async with self._record_locks(message.conversation.key):
+            stored = await self.store.add_message(
+                conversation=message.conversation,
+                role=Role.USER,
+                author_id=message.author_id,
+                author_name=name,
+                content=text,
+                tokens=await self.count(render_content(Role.USER, name, text)),
+                message_id=message.message_id,
+                created_at=message.sent_at.timestamp(),
+                importance=score(text),
+            )
+        self.observer.message_in(platform=message.conversation.platform)
+        if embed:
+            self._embed(stored)
+        return stored
+
+    async def backfill_embeddings(self) -> None:
+        """Embed the messages already stored without a vector, in the background (recall by
+        meaning on a history kept before it was turned on); messages stored from now on are
+        embedded as they come."""
+        embedder = self.recaller.embedder
+        if embedder is None:
+            return
+        newest = await self.store.unembedded(before_id=None, model=embedder.model, limit=1)
+        if not newest:
+            return
+        task = asyncio.create_task(
+            self._embed_stored(before_id=newest[0][0] + 1), name="embed stored messages"
+        )
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_stored(self, *, before_id: int) -> None:
+        try:
+            await self.recaller.backfill(before_id=before_id)
+        except Exception:
+            log.exception("embedding stored messages failed")
+
+    def _embed(self, stored: StoredMessage) -> None:
+        """Embed a stored message in the background, for recall by meaning."""
+        if self.recaller.embedder is None:
+            return
+        task = asyncio.create_task(self._embed_now(stored), name=f"embed {stored.id}")
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_now(self, stored: StoredMessage) -> None:
+        try:
+            await self.recaller.embed_message(stored)
+        except Exception:
+            log.exception("embedding message %d failed", stored.id)
+
+    def storage_notice(self, conversation: Conversation, error: StorageError) -> Reply | None:
+        """What to tell a conversation whose message could not be stored, for platforms that
+        do not deliver it again: once per conversation per spell of failing writes."""
+        if self._told.get(conversation.key) == error.incident:
+            return None
+        self._told[conversation.key] = error.incident
+        return Reply(STORAGE_NOTICE, kind=ReplyKind.ERROR)
+
+    async def handle_message(self, message: IncomingMessage) -> Reply | None:
+        """Store the message; answer it when it is addressed to the bot."""
+        accepted = await self.accept(message)
+        if isinstance(accepted, Pending):
+            return await self.answer(accepted)
+        return accepted
+
+    async def accept(self, message: IncomingMessage) -> Pending | Reply | None:
+        """Store the message now; an addressed one comes back :class:`Pending`, to be given
+        to :meth:`answer` (or :meth:`release`) later. For adapters that must keep a message
+        the moment they acknowledge it but answer it in its turn."""
+        if not clean_text(message.text).strip():
+            if message.addressed:
+                return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
+            return None
+        try:
+            stored = await self.record(message, embed=not message.addressed)
+        except Duplicate:
+            log.info("ignoring %s: already stored", message.message_id)
+            return None  # stored (and answered, if it was for the bot) by its first delivery
+        if not message.addressed:
+            return None
+        self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
+        return Pending(message=message, stored=stored)
+
+    async def answer(self, pending: Pending, *, reply_id: str | None = None) -> Reply:
+        """Answer an accepted message (``reply_id``: as for ``IncomingMessage.reply_id``)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._replying.add(task)
+        try:
+            return await self._reply(
+                pending.message.conversation,
+                pending.stored,
+                reply_id=reply_id or pending.message.reply_id,
+            )
+        finally:
+            if task is not None:
+                self._replying.discard(task)
+            self.release(pending)
+
+    def release(self, pending: Pending) -> None:
+        """Give up answering an accepted message (it stays stored): summaries may fold it."""
+        key = pending.message.conversation.key
+        awaiting = self._awaiting.get(key)
+        if awaiting is not None:
+            awaiting.discard(pending.stored.id)
+            if not awaiting:
+                del self._awaiting[key]
+
+    async def _reply(
+        self, conversation: Conversation, stored: StoredMessage, *, reply_id: str | None
+    ) -> Reply:
+        async with self._reply_locks(conversation.key):
+            try:
+                prompt, completion = await self._answer(conversation, stored)
+            except PromptTooLarge as exc:
+                self.observer.error(kind="prompt_too_large")
+                return Reply(str(exc), kind=ReplyKind.ERROR)
+            except LLMError as exc:
+                log.warning("chat model failed for %s: %s", conversation.key, exc)
+                return Reply(exc.user_message, kind=ReplyKind.ERROR)
+            answer = await self.store.add_message(
+                conversation=conversation,
+                role=Role.ASSISTANT,
+                author_id="assistant",
+                author_name="assistant",
+                content=completion.text,
+                tokens=await self.count(completion.text),
+                message_id=reply_id,
+                created_at=time.time(),
+                reply_to=stored.id,
+            )
+            self._embed(answer)
+            await self.store.record_usage(
+                conversation_key=conversation.key,
+                model=self.chat.model,
+                purpose="chat",
+                prompt_tokens=completion.prompt_tokens or 0,
+                completion_tokens=completion.completion_tokens or 0,
+            )
+            await self.calibrator.observe(
+                self.chat.model, estimated=prompt.tokens, reported=completion.prompt_tokens
+            )
+        self.observer.reply_out(platform=conversation.platform)
+        self.observer.context_fill(ratio=prompt.fill)
+        if self.needs_summary(prompt):
+            self.schedule_summary(conversation)
+        return Reply(completion.text, stored_id=answer.id)
+
+    async def _answer(
+        self, conversation: Conversation, stored: StoredMessage
+    ) -> tuple[Prompt, Completion]:
+        budget = self.budget()
+        # One deadline for the answer, whatever retries it takes.
+        deadline = time.monotonic() + self.config.llm.reply_deadline_seconds
+        for attempt in range(2):
+            prompt = await self.assembler.build(
+                conversation_key=conversation.key,
+                channel_key=conversation.channel_key,
+                through_id=stored.id,
+                current_id=stored.id,
+                budget=budget,
+                query=stored,
+                speaker=Speaker(Person.of(conversation, stored.author_id), stored.author_name),
+            )
+            try:
+                completion = await self.chat.complete(
+                    prompt.messages, max_tokens=self.config.llm.max_reply_tokens, deadline=deadline
+                )
+            except LLMError as exc:
+                if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
+                    raise
+                log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
+                budget = int(min(budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
+                continue
+            return prompt, completion
+        raise AssertionError("unreachable")
+
+    async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
+        """A platform edit: the stored text and its count follow it."""
+        found = await self.store.find_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+        if found is None:
+            return False
+        text = clean_text(text)
+        edited = await self.store.edit_message(
+            conversation_key=conversation.key,
+            message_id=message_id,
+            content=text,
+            tokens=await self.count(render_content(found.role, found.author_name, text)),
+            importance=score(text) if found.role is Role.USER else None,
+        )
+        if edited:  # the index followed in the same statement; the vector is made anew
+            self._embed(found._replace(content=text))
+        return edited
+
+    async def mark_important(self, conversation: Conversation, message_id: str, on: bool) -> bool:
+        """A 📌 reaction added (``on``) or removed on a platform message in the conversation's
+        channel or one of its threads; False when memory does not have that message."""
+        return await self.store.mark_message(
+            channel_key=conversation.channel_key, message_id=message_id, delta=1 if on else -1
+        )
+
+    async def attach_message_id(
+        self, conversation: Conversation, stored_id: int, message_id: str
+    ) -> bool:
+        """Give a stored answer the platform id it got when sent, so that the platform's
+        edits and deletions of it reach memory."""
+        return await self.store.set_message_id(
+            conversation_key=conversation.key, stored_id=stored_id, message_id=message_id
+        )
+
+    async def copy_message(
+        self, message_id: str, *, source: Conversation, into: Conversation
+    ) -> bool:
+        """Store a copy of a stored message in another conversation (a thread starts with the
+        channel message it hangs from); False when ``source`` has no such message or ``into``
+        already has it (after a restart, say)."""
+        found = await self.store.find_message(conversation_key=source.key, message_id=message_id)
+        if found is None:
+            return False
+        try:
+            copied = await self.store.add_message(
+                conversation=into,
+                role=found.role,
+                author_id=found.author_id,
+                author_name=found.author_name,
+                content=found.content,
+                tokens=found.tokens,
+                message_id=found.message_id,
+                created_at=found.created_at,
+                importance=score(found.content) if found.role is Role.USER else 0,
+            )
+        except Duplicate:
+            return False
+        self._embed(copied)
+        return True
+
+    async def rename_author(
+        self, conversation: Conversation, message_id: str, name: str
+    ) -> StoredMessage | None:
+        """Give a stored message its author's name, learned after it was stored; the message
+        as it is now (None: memory does not have it)."""
+        stored = await self.store.find_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+        name = clean_text(name)
+        if stored is None or not name or name == stored.author_name:
+            return stored
+        tokens = await self.count(render_content(stored.role, name, stored.content))
+        await self.store.rename_author(
+            conversation_key=conversation.key,
+            stored_id=stored.id,
+            author_name=name,
+            tokens=tokens,
+        )
+        return stored._replace(author_name=name, tokens=tokens)
+
+    async def first_request(self, request_id: str) -> bool:
+        """Whether a platform request (a slash command) is seen for the first time, by any
+        process on this database: a replayed one must not act twice."""
+        return await self.store.claim_request(request_id, keep_seconds=_REQUESTS_KEPT)
+
+    async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
+        return await self.store.delete_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def needs_summary(self, prompt: Prompt) -> bool:
+        """Whether a compaction should follow this prompt (scheduled after the reply)."""
+        if not self.assembler.uses_summary:
+            return False
+        threshold = self.config.memory.summary_threshold
+        return prompt.turns_left_out or prompt.fill_without_recall > threshold
+
+    def schedule_summary(self, conversation: Conversation) -> None:
+        """Compact in the background: replies never wait for a summary."""
+        key = conversation.key
+        if key in self._summary_tasks or time.monotonic() < self._summary_retry_at.get(key, 0):
+            return
+        task = asyncio.create_task(self._background_summary(conversation), name=f"summary {key}")
+        self._summary_tasks[key] = task
+        task.add_done_callback(lambda _: self._summary_tasks.pop(key, None))
+
+    async def _background_summary(self, conversation: Conversation) -> None:
+        try:
+            await self.summarize(conversation)
+        except LLMError as exc:
+            delay = self.config.memory.summary_retry_seconds
+            self._summary_retry_at[conversation.key] = time.monotonic() + delay
+            log.warning(
+                "summary of %s failed (%s); history kept, retrying after %.0f s",
+                conversation.key,
+                exc,
+                delay,
+            )
+        except StorageError:
+            self.observer.error(kind="summary")  # the store logged the cause
+        except Exception:
+            self.observer.error(kind="summary")
+            log.exception("summary of %s failed", conversation.key)
+
+    async def summarize(self, conversation: Conversation) -> Summary | None:
+        """Compact now (one compaction per conversation at a time)."""
+        async with self._summary_locks(conversation.key):
+            awaiting = self._awaiting.get(conversation.key)
+            summary = await self.summarizer.compact(
+                conversation, budget=self.budget(), before_turn=min(awaiting) if awaiting else None
+            )
+        if summary is not None:
+            self.observer.summary_made()
+            self._summary_retry_at.pop(conversation.key, None)
+            log.info(
+                "summarized %s: %s through turn %d (%s)",
+                conversation.key,
+                counted(summary.message_count, "message"),
+                summary.covers_through_turn,
+                "rebuilt" if summary.rebuilt else "incremental",
+            )
+        return summary
+
+    async def drain(self, *, within: float | None = None) -> None:
+        """Wait up to ``within`` seconds for background summaries (``bot chat`` at end of
+        input)."""
+        tasks = [*self._summary_tasks.values(), *self._embedding]
+        if tasks:
+            await asyncio.wait(tasks, timeout=within)
+
+    async def aclose(self, *, grace: float = 10.0) -> None:
+        """Give replies in flight, then background summaries, ``grace`` seconds each, then
+        cancel them: an abandoned reply's question is already stored, no answer is invented."""
+        replying = self._replying - {asyncio.current_task()}
+        if replying:
+            in_flight = counted(len(replying), "reply", "replies")
+            log.info("waiting up to %.0f s for %s in flight", grace, in_flight)
+            _, pending = await asyncio.wait(replying, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("abandoned %s at shutdown", counted(len(pending), "reply", "replies"))
+                await asyncio.wait(pending)
+        tasks = [*self._summary_tasks.values(), *self._embedding]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+    # -- views ----------------------------------------------------------------------------
+
+    async def preview(
+        self, conversation: Conversation, *, speaker: Speaker | None = None
+    ) -> Preview:
+        """The next prompt, as it would be if ``speaker`` wrote the next message."""
+        through = await self.store.last_message_id(conversation_key=conversation.key)
+        prompt = await self.assembler.build(
+            conversation_key=conversation.key,
+            channel_key=conversation.channel_key,
+            through_id=through,
+            current_id=None,
+            budget=self.budget(),
+            speaker=speaker,
+        )
+        stored = await self.store.count_messages(conversation_key=conversation.key)
+        return Preview(prompt=prompt, stored_messages=stored)
+
+    async def reset(self, conversation: Conversation, *, include_pins: bool) -> int:
+        """Forget the conversation (and its channel's pins). Profiles are left alone: they
+        belong to the people, who delete them with ``/forget``."""
+        # A summary in flight is discarded when it finds the conversation's generation moved.
+        async with self._reply_locks(conversation.key):
+            return await self.store.reset(conversation=conversation, include_pins=include_pins)

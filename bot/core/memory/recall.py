@@ -1,0 +1,296 @@
+"""Recall: the conversation's earlier messages that match the message being answered.
+
+Messages that have left the recent window (and those folded into the lossy summary) are still
+stored. For each prompt, the message being answered is the query: a full-text search (FTS5,
+see :mod:`.terms`) ranks the conversation's messages older than the window by bm25 and,
+when embeddings are on, a cosine search over their stored vectors ranks them by meaning; the
+two rankings are fused by reciprocal rank (each list contributes ``1 / (60 + rank)``). The
+best few single messages, with their date and author, go into the prompt as one system message
+after the summary and before the recent turns, within ``memory.recall_tokens``.
+
+Never recalled: another conversation's messages (a thread and its channel are separate), the
+message being answered, anything in the recent window of the same prompt, and messages whose
+text is already in a pin. The vector search is brute force in Python over the newest
+``memory.recall_vector_limit`` embedded messages of the conversation older than the window
+(the Python here cannot load SQLite extensions such as sqlite-vec).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import operator
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bot.config import MemoryConfig
+from bot.core.memory.terms import match_expression, query_terms
+from bot.core.memory.tokens import MESSAGE_OVERHEAD
+from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
+from bot.core.ports.llm import Embedder, LLMError
+from bot.core.ports.store import Store
+from bot.core.progress import logged
+
+log = logging.getLogger(__name__)
+
+RECALL_HEADING = (
+    "Earlier messages in this conversation that may be relevant (found by search, oldest "
+    "first; the recent messages follow):"
+)
+MAX_TERMS = 8
+"""The rarest terms of a query that are searched for."""
+COMMON_TERM_DOCS = 200
+"""A term held by more stored messages than this is left out of the search: it would rank
+little, and scoring every message that holds it would cost a long scan each turn."""
+SCORED_DOCS = 400
+"""About how many stored messages one search may score: the rarest terms are searched for
+first, and a term is left out once the messages holding it would pass this (the rarest is
+always searched). Scoring costs grow with the matching messages, and the terms left out are
+the commonest, which weigh least in bm25."""
+COMMON_RECHECK = 256
+"""Searches after which the terms found common are looked up again (deleting messages, as a
+reset does, can make a common term rare again); until then a query's common terms are known
+without reading the database."""
+_COMMON_HELD = 8192  # the most terms known common at once
+MIN_KEYWORD_SCORE = 0.5
+"""The least bm25 score of a keyword match: matching only words that a good share of all
+messages hold ("the", "是什") is no match."""
+_HITS = 24  # candidates read from each search
+_ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
+_RRF_K = 60
+
+
+def vector_bytes(vector: Sequence[float]) -> bytes:
+    """A vector as stored: unit length, float32."""
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return array("f", (x / norm for x in vector)).tobytes()
+
+
+def render_line(message: StoredMessage) -> str:
+    when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+    if message.role is Role.USER:
+        return f"- {when} [{clean_name(message.author_name)}] {quote_lines(message.content)}"
+    return f"- {when} [assistant] {quote_lines(message.content)}"
+
+
+@dataclass(frozen=True)
+class Recalled:
+    messages: Sequence[StoredMessage]
+    """Oldest first, as shown."""
+    text: str
+    tokens: int
+    """What the recall message costs in the prompt (0 when nothing was recalled)."""
+
+    def prompt_message(self) -> dict[str, str]:
+        return {"role": "system", "content": self.text}
+
+
+NOTHING = Recalled(messages=(), text="", tokens=0)
+
+
+class Recaller:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        count: Callable[[str], int],
+        memory: MemoryConfig,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self._store = store
+        self._count = count
+        self._memory = memory
+        self.embedder = embedder
+        self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
+        # What a message's line takes beyond its stored count (date, author, newline): the
+        # same for every line, as the date has a fixed width.
+        sample = {
+            role: StoredMessage(0, 0, role, "", "a", "x", 0, 0.0)
+            for role in (Role.USER, Role.ASSISTANT)
+        }
+        self._line_extra = {
+            role: count(render_line(message)) - count(message.rendered) + 1
+            for role, message in sample.items()
+        }
+        self._common: set[str] = set()
+        self._searches = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self._memory.recall_tokens > 0
+
+    async def search(
+        self, *, conversation_key: str, query: StoredMessage, before_id: int, pins: Sequence[Pin]
+    ) -> list[StoredMessage]:
+        """Candidates before ``before_id``, best first."""
+        scores: dict[int, float] = {}
+        keyword = await self._keyword_hits(conversation_key, query.content, before_id)
+        vector = await self._vector_ids(conversation_key, query, before_id)
+        for ids in ([m.id for m in keyword], vector):
+            for rank, message_id in enumerate(ids, 1):
+                scores[message_id] = scores.get(message_id, 0.0) + 1.0 / (_RRF_K + rank)
+        if not scores:
+            return []
+        found = list(keyword)
+        have = {m.id for m in found}
+        missing = [message_id for message_id in vector if message_id not in have]
+        if missing:
+            found.extend(
+                await self._store.messages_by_id(conversation_key=conversation_key, ids=missing)
+            )
+        pinned = [pin.text for pin in pins]
+        seen: set[str] = set()
+        ranked: list[StoredMessage] = []
+        for message in sorted(found, key=lambda m: (-scores[m.id], -m.id)):
+            text = message.content.strip()
+            if message.id == query.id or text in seen or any(text in pin for pin in pinned):
+                continue
+            seen.add(text)
+            ranked.append(message)
+        return ranked
+
+    def fit(self, ranked: Sequence[StoredMessage], allowance: int) -> Recalled:
+        """The best of ``ranked`` that fit in ``allowance`` tokens, as the prompt shows them."""
+        chosen: list[StoredMessage] = []
+        used = self._heading_tokens
+        if allowance <= used:
+            return NOTHING
+        for message in ranked:
+            if len(chosen) >= self._memory.recall_messages:
+                break
+            cost = self._line_cost(message)
+            if used + cost <= allowance + _ESTIMATE_SLACK:
+                chosen.append(message)
+                used += cost
+        while chosen:
+            shown = sorted(chosen, key=lambda m: m.id)
+            text = "\n".join([RECALL_HEADING, *(render_line(m) for m in shown)])
+            tokens = self._count(text) + MESSAGE_OVERHEAD
+            if tokens <= allowance:
+                return Recalled(messages=shown, text=text, tokens=tokens)
+            chosen.pop()  # the lowest ranked: lines counted apart are a few tokens off
+        return NOTHING
+
+    def _line_cost(self, message: StoredMessage) -> int:
+        """About what the message's line takes, from its count at insert (the recall text is
+        counted exactly once the lines are chosen)."""
+        return message.tokens + self._line_extra[message.role]
+
+    async def _keyword_hits(
+        self, conversation_key: str, text: str, before_id: int
+    ) -> list[StoredMessage]:
+        self._searches += 1
+        if self._searches >= COMMON_RECHECK or len(self._common) >= _COMMON_HELD:
+            self._common.clear()
+            self._searches = 0
+        terms = [term for term in query_terms(text) if term not in self._common]
+        if not terms:
+            return []
+        counts = await self._store.term_counts(terms)
+        self._common.update(term for term, docs in counts.items() if docs > COMMON_TERM_DOCS)
+        usable = sorted(
+            (t for t in terms if 0 < counts.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: counts[t]
+        )
+        if not usable:
+            return []
+        searched, docs = usable[:1], counts[usable[0]]
+        for term in usable[1:MAX_TERMS]:
+            docs += counts[term]
+            if docs > SCORED_DOCS:
+                break
+            searched.append(term)
+        hits = await self._store.search_messages(
+            conversation_key=conversation_key,
+            match=match_expression(searched),
+            before_id=before_id,
+            limit=_HITS,
+        )
+        return [message for message, score in hits if score >= MIN_KEYWORD_SCORE]
+
+    async def _vector_ids(
+        self, conversation_key: str, query: StoredMessage, before_id: int
+    ) -> list[int]:
+        if self.embedder is None or not self._memory.recall_embeddings:
+            return []
+        model = self.embedder.model
+        stored = await self._store.vector(message_id=query.id, model=model)
+        if stored is None:
+            try:
+                stored = vector_bytes((await self.embedder.embed([query.content]))[0])
+            except LLMError as exc:
+                log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
+                return []
+            await self._store.save_vector(
+                message_id=query.id, content=query.content, model=model, vector=stored
+            )
+        wanted = array("f")
+        wanted.frombytes(stored)
+        rows = await self._store.vectors(
+            conversation_key=conversation_key,
+            before_id=before_id,
+            model=model,
+            limit=self._memory.recall_vector_limit,
+        )
+        similar: list[tuple[float, int]] = []
+        floor = self._memory.recall_min_similarity
+        for message_id, blob in rows:
+            vector = array("f")
+            vector.frombytes(blob)
+            if len(vector) != len(wanted):
+                continue
+            similarity = sum(map(operator.mul, wanted, vector))
+            if similarity >= floor:
+                similar.append((similarity, message_id))
+        similar.sort(reverse=True)
+        return [message_id for _, message_id in similar[:_HITS]]
+
+    async def backfill(self, *, before_id: int, batch: int = 64) -> int:
+        """Embed the messages before ``before_id`` stored without a vector (before embeddings
+        were on, or when embedding failed), newest first, ``batch`` per request; stops at the
+        first failure (the next start tries again). Returns how many were embedded."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model
+        embedded = 0
+        before = before_id
+        progress = logged(
+            "embedding stored messages", total=None, unit="message", logger=log, final=False
+        )
+        with progress:
+            while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
+                try:
+                    vectors = await self.embedder.embed([content for _, content in rows])
+                except LLMError as exc:
+                    log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
+                    break
+                for (message_id, content), vector in zip(rows, vectors, strict=True):
+                    await self._store.save_vector(
+                        message_id=message_id,
+                        content=content,
+                        model=model,
+                        vector=vector_bytes(vector),
+                    )
+                embedded += len(rows)
+                before = rows[-1][0]
+                progress.advance(len(rows))
+        if embedded:
+            log.info("embedded %d stored messages for recall by meaning", embedded)
+        return embedded
+
+    async def embed_message(self, message: StoredMessage) -> None:
+        """Store the message's vector (called in the background; failures are logged)."""
+        if self.embedder is None or not message.content.strip():
+            return
+        try:
+            vector = (await self.embedder.embed([message.content]))[0]
+        except LLMError as exc:
+            log.warning("embedding message %d failed (%s); keyword recall only", message.id, exc)
+            return
+        await self._store.save_vector(
+            message_id=message.id,
+            content=message.content,
+            model=self.embedder.model,
+            vector=vector_bytes(vector),
+        )

@@ -1,0 +1,435 @@
+"""Folding the oldest turns into a rolling summary, with the summary model.
+
+Incremental: the previous summary plus the newly folded turns. Every
+``memory.summary_rebuild_every`` compactions the summary is rebuilt from the raw messages it
+covers, so facts don't drift away through summaries of summaries. A summary is stored only
+when the call succeeded, in one row that records which turns it covers; a failure changes
+nothing and is retried later.
+
+Important messages (:mod:`.importance`, 📌) are listed to the model as must-keep; when its
+summary lacks the numbers and dates of one (or most of its words, for one without), the
+message is appended verbatim under "Kept verbatim:", within the summary's size cap, and carried
+forward by later compactions the same way.
+
+The summary model may also propose durable facts about the people who spoke, as
+``PROFILE <name>: <fact>`` lines. They are taken out of the summary and stored in that person's
+profile as inferred; a line that doesn't parse or names nobody in the folded messages is
+ignored. Someone who deleted from their profile gets inferred facts again only from messages
+they write afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.config import MemoryConfig, Strategy
+from bot.core.memory.importance import covered, key_terms
+from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
+from bot.core.models import (
+    Conversation,
+    FactSource,
+    Person,
+    Role,
+    StoredMessage,
+    Summary,
+    clean_name,
+    indent_headings,
+    quote_lines,
+)
+from bot.core.ports.llm import ChatModel, Failure, LLMError
+from bot.core.ports.store import NewSummary, Store
+from bot.core.wording import counted
+
+log = logging.getLogger(__name__)
+
+SUMMARY_INSTRUCTIONS = """\
+You maintain the long-term memory of a group chat. Several people talk in it; each line \
+starts with who wrote it. Update the summary with the new messages.
+
+Write two sections:
+Facts:
+- one line per durable fact: names and who is who, numbers, dates, amounts, decisions, \
+preferences, commitments and open tasks (with who owns them). Copy every fact from the \
+previous summary forward verbatim unless a new message changes or cancels it; copy numbers, \
+names and identifiers exactly as written.
+Narrative:
+A few sentences on what was discussed, in order, attributing points to people.
+
+Messages listed under "Important messages" must be kept: copy their facts (numbers, dates, \
+names, decisions) into Facts exactly as written.
+
+Optionally, a last section:
+Profiles:
+PROFILE <name exactly as written before the colon in the messages>: one durable fact about \
+that person (role, time zone, preferences, how to address them) that they stated or that \
+was clearly stated about them. One line per fact; leave the section out when there is \
+nothing new.
+
+Write in the language the conversation mostly uses. Do not invent anything. Do not answer \
+questions from the chat; only summarize."""
+KEPT_HEADING = "Kept verbatim:"
+_PROFILE_LINE = re.compile(r"^[-*]?\s*PROFILE\s+(?P<name>[^:]+?)\s*:\s*(?P<fact>\S.*?)\s*$")
+_PROFILE_START = re.compile(r"^[-*]?\s*PROFILE\b")
+_MAX_FACT_CHARS = 300
+_MAX_FACTS_PER_PERSON = 5
+"""Inferred facts taken per person from one compaction."""
+
+_FETCH = 1000
+SUMMARY_SHARE = 0.25
+"""A summary may take at most this share of the prompt budget."""
+_OVERSHOOT = 1.2
+_TRUNCATE_NOTE = "… [truncated for the summary]"
+_PREVIOUS = "Previous summary:"
+_NEW = "New messages:"
+_IMPORTANT = "Important messages (keep their facts exactly):"
+_SECTIONS = re.compile(
+    "|".join(
+        [*(re.escape(h) for h in (_PREVIOUS, _NEW, _IMPORTANT)), r"\[\d{4}-\d\d-\d\d \d\d:\d\d\] "]
+    )
+)
+"""The lines that open a section of the transcript, or speak in it."""
+
+
+@dataclass(frozen=True)
+class _Fold:
+    rows: list[StoredMessage]
+    through_turn: int
+
+
+@dataclass
+class _Written:
+    """What one summary call produced: the summary, and the profile facts it proposed
+    (author id, fact)."""
+
+    content: str
+    proposals: list[tuple[str, str]] = field(default_factory=list)
+
+
+def split_profiles(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The summary without its ``PROFILE`` lines (and their heading), and those lines as
+    ``(name, fact)``; lines that start like one but don't parse are dropped."""
+    kept: list[str] = []
+    proposals: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _PROFILE_START.match(stripped):
+            match = _PROFILE_LINE.match(stripped)
+            if match is not None:
+                proposals.append((match["name"], match["fact"][:_MAX_FACT_CHARS]))
+            continue
+        if stripped.rstrip(":").strip().casefold() == "profiles":
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip(), proposals
+
+
+def _kept_lines(summary: str) -> list[str]:
+    """The lines of a summary's "Kept verbatim:" part."""
+    _, found, tail = summary.partition(KEPT_HEADING)
+    return [line for line in tail.splitlines() if line.startswith("- ")] if found else []
+
+
+def _line(row: StoredMessage, input_limit: int) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.created_at))
+    who = clean_name(row.author_name) if row.role is Role.USER else "assistant (you)"
+    text = row.content
+    if row.tokens > input_limit:
+        text = text[: input_limit * 2] + _TRUNCATE_NOTE
+    return f"[{when}] {who}: {quote_lines(text)}"
+
+
+def _group_turns(rows: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
+    turns: dict[int, list[StoredMessage]] = {}
+    for row in rows:
+        turns.setdefault(row.turn_id, []).append(row)
+    return [turns[key] for key in sorted(turns)]
+
+
+def _cost(rows: Sequence[StoredMessage]) -> int:
+    return sum(row.tokens + MESSAGE_OVERHEAD for row in rows)
+
+
+class Summarizer:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        model: ChatModel,
+        tokenizer: ChatTokenizer,
+        memory: MemoryConfig,
+        max_tokens: int,
+    ) -> None:
+        self._store = store
+        self._model = model
+        self._tokenizer = tokenizer
+        self._memory = memory
+        self._max_tokens = max_tokens
+
+    @property
+    def model(self) -> str:
+        return self._model.model
+
+    async def compact(
+        self, conversation: Conversation, *, budget: int, before_turn: int | None = None
+    ) -> Summary | None:
+        """Fold the oldest turns that should leave the window; None if nothing to fold.
+
+        Turns from ``before_turn`` on are never folded: their messages still await an answer.
+
+        Raises :class:`LLMError` when the summary model fails; nothing is changed then.
+        """
+        key = conversation.key
+        generation = await self._store.generation(conversation_key=key)
+        previous = await self._store.latest_summary(conversation_key=key)
+        fold = await self._select(key, previous, budget, before_turn)
+        if fold is None:
+            return None
+        summary_tokens = min(self._max_tokens, max(64, int(budget * SUMMARY_SHARE)))
+        compactions = (previous.compactions if previous else 0) + 1
+        every = self._memory.summary_rebuild_every
+        rebuild = previous is not None and every > 0 and compactions % every == 0
+        if rebuild:
+            written, folded_count, first_id = await self._rebuild(
+                key, fold.through_turn, summary_tokens
+            )
+        else:
+            written = await self._summarize(
+                key, previous.content if previous else None, fold.rows, summary_tokens
+            )
+            folded_count = (previous.message_count if previous else 0) + len(fold.rows)
+            first_id = previous.first_message_id if previous else fold.rows[0].id
+        last_id = max(row.id for row in fold.rows)
+        if previous is not None:
+            last_id = max(last_id, previous.last_message_id)
+        content = written.content
+        saved = await self._store.save_summary(
+            NewSummary(
+                conversation_key=key,
+                content=content,
+                tokens=self._tokenizer.count(content),
+                covers_through_turn=fold.through_turn,
+                message_count=folded_count,
+                first_message_id=first_id,
+                last_message_id=last_id,
+                compactions=compactions,
+                rebuilt=rebuild,
+                model=self._model.model,
+            ),
+            generation=generation,
+            previous_id=previous.id if previous else None,
+        )
+        if saved is None:
+            log.info("summary for %s discarded: the conversation changed meanwhile", key)
+        elif written.proposals:
+            await self._store_proposals(conversation, written.proposals, fold.rows)
+        return saved
+
+    async def _store_proposals(
+        self,
+        conversation: Conversation,
+        proposals: Sequence[tuple[str, str]],
+        rows: Sequence[StoredMessage],
+    ) -> None:
+        """Inferred facts into the profiles of the people they name, without repeats."""
+        taken: dict[str, int] = {}
+        for author_id, fact in proposals:
+            if taken.get(author_id, 0) >= _MAX_FACTS_PER_PERSON:
+                continue
+            person = Person.of(conversation, author_id)
+            forgot_at = await self._store.profile_forgot_at(person=person)
+            if forgot_at is not None and not any(
+                row.author_id == author_id and row.created_at > forgot_at for row in rows
+            ):
+                continue  # they deleted from their profile since these messages were written
+            known = {f.text.casefold() for f in await self._store.profile_facts(person=person)}
+            if fact.casefold() in known:
+                continue
+            await self._store.add_profile_fact(
+                person=person,
+                text=fact,
+                tokens=self._tokenizer.count(fact),
+                source=FactSource.SUMMARY,
+            )
+            taken[author_id] = taken.get(author_id, 0) + 1
+
+    async def _select(
+        self, key: str, previous: Summary | None, budget: int, before_turn: int | None
+    ) -> _Fold | None:
+        after = previous.covers_through_turn if previous else 0
+        rows = await self._store.messages_after_turn(
+            conversation_key=key, after_turn=after, limit=_FETCH
+        )
+        turns = _group_turns(rows)
+        keep = self._memory.keep_recent_turns
+        if len(turns) <= keep:
+            return None
+        foldable = [
+            turn for turn in turns[:-keep] if before_turn is None or turn[0].turn_id < before_turn
+        ]
+        if not foldable:
+            return None
+        if self._memory.strategy is Strategy.HYBRID:
+            target = int(budget * self._memory.summary_target)
+            remaining = sum(_cost(turn) for turn in turns)
+            chosen: list[list[StoredMessage]] = []
+            for turn in foldable:
+                if remaining <= target and chosen:
+                    break
+                chosen.append(turn)
+                remaining -= _cost(turn)
+            foldable = chosen
+        # One call's worth of input at most; the rest is folded on the next compaction.
+        limit = self._memory.summary_max_input_tokens
+        selected: list[list[StoredMessage]] = []
+        used = 0
+        for turn in foldable:
+            cost = min(_cost(turn), limit)
+            if selected and used + cost > limit:
+                break
+            selected.append(turn)
+            used += cost
+        rows_out = sorted((row for turn in selected for row in turn), key=lambda r: r.id)
+        return _Fold(rows=rows_out, through_turn=selected[-1][0].turn_id)
+
+    async def _rebuild(
+        self, key: str, through_turn: int, summary_tokens: int
+    ) -> tuple[_Written, int, int]:
+        """Summarize every message the summary covers from scratch, chunk by chunk."""
+        content: str | None = None
+        proposals: list[tuple[str, str]] = []
+        count = 0
+        first_id = 0
+        after_id = 0
+        chunk: list[StoredMessage] = []
+        used = 0
+        input_limit = self._memory.summary_max_input_tokens
+        while True:
+            rows = await self._store.messages_through_turn(
+                conversation_key=key, through_turn=through_turn, after_id=after_id, limit=_FETCH
+            )
+            for row in rows:
+                first_id = first_id or row.id
+                cost = min(row.tokens + MESSAGE_OVERHEAD, input_limit)
+                if chunk and used + cost > input_limit:
+                    written = await self._summarize(key, content, chunk, summary_tokens)
+                    content = written.content
+                    proposals.extend(written.proposals)
+                    chunk, used = [], 0
+                chunk.append(row)
+                used += cost
+                count += 1
+            if len(rows) < _FETCH:
+                break
+            after_id = rows[-1].id
+        if chunk or content is None:
+            written = await self._summarize(key, content, chunk, summary_tokens)
+            content = written.content
+            proposals.extend(written.proposals)
+        return _Written(content, proposals), count, first_id
+
+    async def _summarize(
+        self,
+        key: str,
+        previous: str | None,
+        rows: Sequence[StoredMessage],
+        summary_tokens: int,
+    ) -> _Written:
+        """One call to the summary model; its answer may take at most ``summary_tokens``."""
+        input_limit = self._memory.summary_max_input_tokens
+        lines = [_line(row, input_limit) for row in rows]
+        important = [row for row in rows if row.important]
+        shown = indent_headings(previous, _SECTIONS) if previous else "(none)"
+        parts = [f"{_PREVIOUS}\n{shown}" if previous else f"{_PREVIOUS} {shown}"]
+        parts.append(f"{_NEW}\n" + "\n".join(lines))
+        if important:
+            listed = "\n".join(_line(row, input_limit) for row in important)
+            parts.append(f"{_IMPORTANT}\n{listed}")
+        messages = [
+            {"role": "system", "content": SUMMARY_INSTRUCTIONS},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
+        completion = await self._model.complete(messages, max_tokens=summary_tokens)
+        await self._store.record_usage(
+            conversation_key=key,
+            model=completion.model,
+            purpose="summary",
+            prompt_tokens=completion.prompt_tokens or 0,
+            completion_tokens=completion.completion_tokens or 0,
+        )
+        text, named = split_profiles(completion.text)
+        tokens = self._tokenizer.count(text)
+        if tokens > summary_tokens * _OVERSHOOT:
+            # Storing it would crowd the conversation out of every prompt; keep the old one.
+            raise LLMError(
+                Failure.BAD_RESPONSE, f"summary of {tokens} tokens exceeds its {summary_tokens}"
+            )
+        text = self._keep_verbatim(text, previous, important, summary_tokens)
+        return _Written(text, _authors(named, rows))
+
+    def _keep_verbatim(
+        self,
+        text: str,
+        previous: str | None,
+        important: Sequence[StoredMessage],
+        summary_tokens: int,
+    ) -> str:
+        """Append what the summary lost of the important messages (and of what earlier
+        summaries kept verbatim), as long as the summary stays within its cap."""
+        limit = int(summary_tokens * _OVERSHOOT)
+        missing = [line for line in _kept_lines(previous or "") if not covered(_said(line), text)]
+        for row in important:
+            if not covered(row.content, text):
+                missing.append("- " + _line(row, self._memory.summary_max_input_tokens))
+        left_out = 0
+        for line in dict.fromkeys(missing):
+            if line in text:
+                continue
+            head = "" if KEPT_HEADING in text else f"\n\n{KEPT_HEADING}"
+            for candidate in (line, _condensed(line)):
+                grown = f"{text}{head}\n{candidate}"
+                if self._tokenizer.count(grown) <= limit:
+                    text = grown
+                    break
+            else:
+                left_out += 1
+        if left_out:
+            # One line per summary, however many, and not a warning: a channel full of numbers
+            # and dates routinely has more "important" messages than a summary holds verbatim.
+            log.info(
+                "%s did not fit verbatim in the summary's cap; they stay stored, and recall"
+                " can still find them",
+                counted(left_out, "important message"),
+            )
+        return text
+
+
+def _said(line: str) -> str:
+    """What was said, from a kept line ``- [when] who: text``."""
+    return line.partition("] ")[2].partition(": ")[2] or line
+
+
+def _condensed(line: str) -> str:
+    """A kept line reduced to its speaker and key terms, when the whole does not fit."""
+    text = _said(line)
+    return f"{line[: len(line) - len(text)]}{'; '.join(key_terms(text))}"
+
+
+def _authors(
+    named: Sequence[tuple[str, str]], rows: Sequence[StoredMessage]
+) -> list[tuple[str, str]]:
+    """``(name, fact)`` proposals as ``(author id, fact)``, for names that belong to exactly
+    one person among the folded messages' authors."""
+    ids: dict[str, set[str]] = {}
+    for row in rows:
+        if row.role is Role.USER:
+            ids.setdefault(clean_name(row.author_name), set()).add(row.author_id)
+    out = []
+    for name, fact in named:
+        owners = ids.get(name.strip(), set())
+        if len(owners) == 1:
+            out.append((next(iter(owners)), fact))
+    return out

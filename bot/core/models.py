@@ -1,0 +1,235 @@
+"""The plain values that cross the seam between platform adapters and the core."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import NamedTuple
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Where a conversation happens: a channel, or a thread inside one.
+
+    A thread is its own conversation but shares its channel's pins.
+    """
+
+    platform: str
+    workspace: str
+    channel: str
+    thread: str | None = None
+
+    def __post_init__(self) -> None:
+        # ':' separates the parts of a key: inside a part, two conversations could share one.
+        for part in (self.platform, self.workspace, self.channel, self.thread):
+            if part is not None and (not part or ":" in part):
+                raise ValueError(f"a conversation part must be non-empty, without ':': {part!r}")
+
+    @property
+    def key(self) -> str:
+        base = self.channel_key
+        return f"{base}:{self.thread}" if self.thread else base
+
+    @property
+    def channel_key(self) -> str:
+        """The key pins live under: the channel, for a thread too."""
+        return f"{self.platform}:{self.workspace}:{self.channel}"
+
+    @classmethod
+    def console(cls, channel: str) -> Conversation:
+        return cls(platform="console", workspace="local", channel=channel)
+
+    @classmethod
+    def from_key(cls, key: str) -> Conversation:
+        parts = key.split(":", 3)
+        if len(parts) < 3 or not all(parts):
+            raise ValueError(f"not a conversation key: {key!r}")
+        return cls(*parts)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """A message someone wrote on a platform, as the core sees it."""
+
+    conversation: Conversation
+    author_id: str
+    author_name: str
+    text: str
+    addressed: bool
+    """Whether the bot should answer it (a DM, a mention, a reply to the bot)."""
+    message_id: str | None = None
+    sent_at: datetime = field(default_factory=utcnow)
+    reply_id: str | None = None
+    """The platform id the bot's reply will have, when the platform knows it before the reply
+    is written (Slack: the "thinking" message the reply replaces)."""
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    """A slash command (or a console line starting with ``/``)."""
+
+    conversation: Conversation
+    name: str
+    argument: str
+    user_id: str
+    user_name: str
+    can_manage: bool = True
+    """Whether the caller may run admin commands such as ``/reset``."""
+
+
+class ReplyKind(StrEnum):
+    ANSWER = "answer"
+    INFO = "info"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    kind: ReplyKind = ReplyKind.ANSWER
+    ephemeral: bool = False
+    """Shown only to the person who asked, where the platform can."""
+    stored_id: int | None = None
+    """The stored answer's id, for :meth:`bot.core.engine.Engine.attach_message_id` once the
+    platform has given the sent reply an id."""
+
+
+class StoredMessage(NamedTuple):
+    """A stored message (a named tuple: prompts are built from hundreds of them a turn)."""
+
+    id: int
+    turn_id: int
+    role: Role
+    author_id: str
+    author_name: str
+    content: str
+    tokens: int
+    """Tokens of ``rendered`` as sent to the model, counted once at insert."""
+    created_at: float
+    message_id: str | None = None
+    important: bool = False
+    """Scored important when stored (:mod:`.memory.importance`) or marked with a 📌 reaction."""
+
+    @property
+    def rendered(self) -> str:
+        return render_content(self.role, self.author_name, self.content)
+
+    def prompt_message(self) -> dict[str, str]:
+        """The message as the chat completions API takes it."""
+        return {
+            "role": _ROLE_NAMES[self.role],
+            "content": render_content(self.role, self.author_name, self.content),
+        }
+
+
+_ROLE_NAMES = {role: role.value for role in Role}  # faster than Role.value, per message
+
+
+PROMPT_RENDERING = "2"
+"""Changes when the way stored rows read in the prompt changes: their counts are redone."""
+CONTINUATION = "  "
+"""What starts each further line of text people wrote, wherever the prompt shows it."""
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def quote_lines(text: str) -> str:
+    """Text people wrote, its further lines indented: it can never begin a line of the
+    prompt's own structure (a section heading, a speaker, a pin, a fact)."""
+    if _LINE_BREAK.search(text) is None:
+        return text
+    return ("\n" + CONTINUATION).join(_LINE_BREAK.split(text))
+
+
+def indent_headings(text: str, headings: re.Pattern[str]) -> str:
+    """``text`` (the model's own, folded from what people wrote) with any line that reads like
+    one of ``headings`` indented, so it cannot open a section of its own."""
+    if headings.search(text) is None:
+        return text
+    return "\n".join(
+        CONTINUATION + line if headings.match(line.strip()) else line for line in text.split("\n")
+    )
+
+
+def clean_name(name: str) -> str:
+    """A display name on one line, without the brackets that frame a speaker."""
+    return _LINE_BREAK.sub(" ", name).replace("[", "(").replace("]", ")")
+
+
+def render_content(role: Role, author_name: str, text: str) -> str:
+    """How a message reads in the prompt: user messages say who wrote them, on their first
+    line; the model's own answers read as written."""
+    if role is Role.USER:
+        return f"[{clean_name(author_name)}] {quote_lines(text)}"
+    return text
+
+
+@dataclass(frozen=True)
+class Pin:
+    id: int
+    channel_key: str
+    text: str
+    tokens: int
+    author_name: str
+    created_at: float
+    author_id: str = ""
+    """Who pinned it: they (or an admin) may unpin it."""
+
+
+class FactSource(StrEnum):
+    USER = "user"
+    """Set by the person with ``/remember``."""
+    SUMMARY = "summary"
+    """Proposed by the summary model while compacting (inferred)."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone on a platform, in one workspace or server: whom a profile belongs to."""
+
+    platform: str
+    workspace: str
+    user_id: str
+
+    @classmethod
+    def of(cls, conversation: Conversation, user_id: str) -> Person:
+        return cls(conversation.platform, conversation.workspace, user_id)
+
+
+@dataclass(frozen=True)
+class ProfileFact:
+    """A durable fact about a person (name, role, time zone, preferences)."""
+
+    id: int
+    person: Person
+    text: str
+    tokens: int
+    source: FactSource
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    id: int
+    conversation_key: str
+    content: str
+    tokens: int
+    covers_through_turn: int
+    """Every message whose turn id is at most this is folded into the summary."""
+    message_count: int
+    first_message_id: int
+    last_message_id: int
+    compactions: int
+    rebuilt: bool
+    model: str
+    created_at: float

@@ -1,0 +1,353 @@
+"""The storage interface the core depends on.
+
+SQLite implements it today; a PostgreSQL store for deployments with several replicas can
+implement the same protocol later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.core.models import (
+    Conversation,
+    FactSource,
+    Person,
+    Pin,
+    ProfileFact,
+    Role,
+    StoredMessage,
+    Summary,
+)
+
+
+class StorageError(Exception):
+    """The database refused a write (disk full, read-only, damaged): nothing was stored.
+
+    ``incident`` numbers the spells of failing writes: it moves on only after a write has
+    succeeded again, so a notice can be given once per spell.
+    """
+
+    def __init__(self, path: str, cause: str, *, incident: int) -> None:
+        super().__init__(f"cannot write to {path}: {cause}")
+        self.path = path
+        self.cause = cause
+        self.incident = incident
+
+
+@dataclass(frozen=True)
+class NewSummary:
+    conversation_key: str
+    content: str
+    tokens: int
+    covers_through_turn: int
+    message_count: int
+    first_message_id: int
+    last_message_id: int
+    compactions: int
+    rebuilt: bool
+    model: str
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    model: str
+    purpose: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    key: str
+    messages: int
+    tokens: int
+    pins: int
+    last_message_at: float | None
+
+
+@dataclass(frozen=True)
+class NewestMessage:
+    """A conversation's newest stored message from a person, as its platform names it."""
+
+    conversation_key: str
+    message_id: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCost:
+    """A turn as choosing a prompt's turns sees it: no text, only what fitting it takes."""
+
+    turn: int
+    """The turn's id: its first message's."""
+    ids: tuple[int, ...]
+    """Its messages' ids (through the prompt's last message), ascending."""
+    tokens: int
+    """Their token counts added up (without the chat format's overhead per message)."""
+    important: bool
+    """One of them is scored important or marked with 📌."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    model: str
+    ratio: float
+    samples: int
+
+
+class Duplicate(Exception):
+    """The conversation already holds a message with this platform id (a redelivery)."""
+
+    def __init__(self, existing: StoredMessage) -> None:
+        super().__init__(f"message {existing.message_id} is already stored")
+        self.existing = existing
+
+
+class Store(Protocol):
+    async def generation(self, *, conversation_key: str) -> int: ...
+
+    async def add_message(
+        self,
+        *,
+        conversation: Conversation,
+        role: Role,
+        author_id: str,
+        author_name: str,
+        content: str,
+        tokens: int,
+        message_id: str | None,
+        created_at: float,
+        reply_to: int | None = None,
+        importance: int = 0,
+    ) -> StoredMessage:
+        """Store a message; :class:`Duplicate` when the conversation already holds one with
+        this ``message_id`` (stored by another delivery or process: it is not stored again)."""
+        ...
+
+    async def rename_author(
+        self, *, conversation_key: str, stored_id: int, author_name: str, tokens: int
+    ) -> bool:
+        """Give a stored message its author's name (learned after it was stored) and the
+        token count that goes with it."""
+        ...
+
+    async def edit_message(
+        self,
+        *,
+        conversation_key: str,
+        message_id: str,
+        content: str,
+        tokens: int,
+        importance: int | None = None,
+    ) -> bool:
+        """Replace a message's text (and its importance score, when given)."""
+        ...
+
+    async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
+        """Add ``delta`` (+1, -1) to the 📌 marks of a message of the channel or its threads
+        (a thread's copy of its root too); False when no conversation there has it."""
+        ...
+
+    async def important_turns(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        through_turn: int,
+        turns: int,
+    ) -> Sequence[TurnCost]:
+        """The newest ``turns`` turns after ``after_turn`` through ``through_turn`` that hold
+        an important message (counting messages with id ``<= through_id``), newest first. A
+        prompt asks after ``turn_costs``: a store may answer as of that request."""
+        ...
+
+    async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
+
+    async def set_message_id(
+        self, *, conversation_key: str, stored_id: int, message_id: str
+    ) -> bool: ...
+
+    async def find_message(
+        self, *, conversation_key: str, message_id: str
+    ) -> StoredMessage | None: ...
+
+    async def recent_messages(
+        self, *, conversation_key: str, through_id: int, after_turn: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        """Messages with id ``<= through_id`` whose turn is after ``after_turn``, newest first."""
+        ...
+
+    async def turn_costs(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        before_turn: int | None,
+        limit: int,
+    ) -> Sequence[TurnCost]:
+        """The newest turns (at most ``limit``, at least one while there are any) after
+        ``after_turn`` and before ``before_turn`` (None: any) that begin by ``through_id``,
+        newest first, each with its messages with id ``<= through_id``: what
+        ``recent_messages`` would return, as turns; none once there are no more. Called for
+        every prompt: a store may keep them in memory between prompts (SQLite does) as long
+        as it sees every change to them, whichever process makes it."""
+        ...
+
+    async def messages_between(
+        self, *, conversation_key: str, first_id: int, through_id: int
+    ) -> Sequence[StoredMessage]:
+        """Messages with ids from ``first_id`` through ``through_id``, oldest first."""
+        ...
+
+    async def window_messages(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        """The rows of a prompt's recent turns, by id (ascending), oldest first; ids that are
+        not there are left out. Called once for every prompt: a store may keep these rows in
+        memory for the next prompt (SQLite does) as long as every change it makes to a message
+        drops its copy."""
+        ...
+
+    async def messages_after_turn(
+        self, *, conversation_key: str, after_turn: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        """Messages whose turn is after ``after_turn``, oldest first."""
+        ...
+
+    async def messages_through_turn(
+        self, *, conversation_key: str, through_turn: int, after_id: int, limit: int
+    ) -> Sequence[StoredMessage]:
+        """Messages whose turn is at most ``through_turn``, oldest first, from ``after_id``."""
+        ...
+
+    async def last_message_id(self, *, conversation_key: str) -> int | None: ...
+
+    async def newest_messages(self, *, platform: str, since: float) -> Sequence[NewestMessage]:
+        """Per conversation of ``platform`` that has a person's message with a platform id
+        stored at ``since`` or later: the newest such message, most recent first."""
+        ...
+
+    async def count_messages(self, *, conversation_key: str) -> int: ...
+
+    async def has_answered(self, *, conversation_key: str) -> bool:
+        """Whether the conversation holds an answer of the bot's."""
+        ...
+
+    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many indexed messages hold each full-text term (over every conversation)."""
+        ...
+
+    async def search_messages(
+        self, *, conversation_key: str, match: str, before_id: int, limit: int
+    ) -> Sequence[tuple[StoredMessage, float]]:
+        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``,
+        with their score, best first."""
+        ...
+
+    async def messages_by_id(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        """The conversation's messages among ``ids``, oldest first."""
+        ...
+
+    async def save_vector(
+        self, *, message_id: int, content: str, model: str, vector: bytes
+    ) -> bool:
+        """Store a message's embedding unless the message is gone or no longer ``content``."""
+        ...
+
+    async def unembedded(
+        self, *, before_id: int | None, model: str, limit: int
+    ) -> Sequence[tuple[int, str]]:
+        """``(id, content)`` of the newest messages before ``before_id`` (None: all) that have
+        no ``model`` vector."""
+        ...
+
+    async def vector(self, *, message_id: int, model: str) -> bytes | None: ...
+
+    async def vectors(
+        self, *, conversation_key: str, before_id: int, model: str, limit: int
+    ) -> Sequence[tuple[int, bytes]]:
+        """``(id, vector)`` of the newest ``limit`` embedded messages before ``before_id``."""
+        ...
+
+    async def add_pin(
+        self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
+    ) -> Pin: ...
+
+    async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool: ...
+
+    async def pins(self, *, channel_key: str) -> Sequence[Pin]: ...
+
+    async def add_profile_fact(
+        self, *, person: Person, text: str, tokens: int, source: FactSource
+    ) -> ProfileFact: ...
+
+    async def profile_facts(self, *, person: Person) -> Sequence[ProfileFact]:
+        """The person's facts in this workspace, oldest first."""
+        ...
+
+    async def pins_and_profile(
+        self, *, channel_key: str, person: Person
+    ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
+        """``pins(channel_key=...)`` and ``profile_facts(person=...)`` in one read."""
+        ...
+
+    async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:
+        """Delete one fact (all when ``fact_id`` is None) and note when; returns how many."""
+        ...
+
+    async def profile_forgot_at(self, *, person: Person) -> float | None:
+        """When the person last deleted from their profile."""
+        ...
+
+    async def latest_summary(self, *, conversation_key: str) -> Summary | None: ...
+
+    async def save_summary(
+        self, summary: NewSummary, *, generation: int, previous_id: int | None
+    ) -> Summary | None:
+        """Store ``summary`` unless the conversation was reset or summarised meanwhile."""
+        ...
+
+    async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
+        """Delete the conversation's messages (with their search index entries and vectors)
+        and summaries (and its channel's pins)."""
+        ...
+
+    async def record_usage(
+        self,
+        *,
+        conversation_key: str,
+        model: str,
+        purpose: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None: ...
+
+    async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]: ...
+
+    async def calibrations(self) -> Sequence[Calibration]: ...
+
+    async def save_calibration(self, calibration: Calibration) -> None: ...
+
+    async def conversations(self) -> Sequence[ConversationInfo]: ...
+
+    async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
+        """True the first time a platform request (a slash command's trigger id) is seen,
+        by any process; ids are remembered for ``keep_seconds``."""
+        ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+    async def retokenize(self, count: Callable[[str], int]) -> int:
+        """Recount every stored token count with ``count``; returns messages recounted."""
+        ...
+
+    async def close(self) -> None: ...

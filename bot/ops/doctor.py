@@ -1,0 +1,151 @@
+"""``bot doctor``: checks what the bot depends on, one line each, ok or the problem."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.config import Config
+from bot.core.ports.llm import Failure, LLMError
+from bot.core.wording import counted
+from bot.llm.openai import OpenAIChatModel
+from bot.telemetry.logs import hide_credentials
+from bot.wiring import App
+
+_PING = [{"role": "user", "content": "Reply with the word ok."}]
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    what: str
+    detail: str
+
+    def line(self) -> str:
+        """The check as printed; credentials in any URL it names (or an error quotes) hidden."""
+        return hide_credentials(f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}")
+
+
+_ENDPOINT_WIDE = frozenset({Failure.AUTH, Failure.UNAVAILABLE, Failure.TIMEOUT})
+"""Failures of the endpoint (or its key) rather than of one model on it."""
+
+
+@dataclass(frozen=True)
+class _Probe:
+    check: Check
+    failure: Failure | None
+
+
+async def _endpoint(name: str, model: OpenAIChatModel, where: str | None = None) -> _Probe:
+    what = f"{name} endpoint"
+    where = where or f"{model.model} at {model.base_url}"
+    keyless = (
+        "" if model.key is None or model.key.is_set else f"; no key sent ({model.key.describe()})"
+    )
+    try:
+        completion = await model.complete(_PING, max_tokens=16)
+    except LLMError as exc:
+        if exc.failure is Failure.EMPTY:  # it answered, just with nothing to say
+            return _Probe(Check(True, what, f"{where} answered{keyless}"), None)
+        failed = Check(False, what, f"{where}: {exc.failure.value} ({exc.detail})")
+        return _Probe(failed, exc.failure)
+    answered = f"{where} answered in {completion.seconds:.1f} s{keyless}"
+    return _Probe(Check(True, what, answered), None)
+
+
+async def _chat_and_summary(app: App) -> tuple[Check, Check]:
+    """Each endpoint and key probed once: a summary model on the chat's endpoint and key is
+    reported as that, not as a second verdict on the same endpoint."""
+    chat, summary = app.chat, app.summary
+    if (summary.base_url, summary.key) != (chat.base_url, chat.key):
+        both = await asyncio.gather(_endpoint("chat", chat), _endpoint("summary", summary))
+        return both[0].check, both[1].check
+    first = await _endpoint("chat", chat)
+    if summary.model == chat.model:
+        return first.check, Check(
+            first.check.ok, "summary endpoint", "same model, endpoint and key as chat"
+        )
+    if first.failure in _ENDPOINT_WIDE:
+        detail = f"{summary.model} at the same endpoint as chat, with the same key: see chat"
+        return first.check, Check(False, "summary endpoint", detail)
+    where = f"{summary.model} at the same endpoint as chat"
+    return first.check, (await _endpoint("summary", summary, where)).check
+
+
+async def run_checks(app: App, config_file: Path, report: Callable[[Check], None]) -> bool:
+    """Run every check, reporting each as it completes; True when all passed."""
+    config = app.config
+    memory = config.memory
+    integrity = await app.store.integrity_check()
+    synchronous = await app.store.synchronous()
+    conversations = await app.store.conversations()
+    (chat_check, summary_check), platforms_check, recall_check = await asyncio.gather(
+        _chat_and_summary(app), _platforms(config), _recall(app)
+    )
+    checks = [
+        Check(True, "config", f"{config_file} is valid"),
+        Check(
+            integrity == "ok",
+            "database",
+            f"{config.storage.path}: {integrity}, {counted(len(conversations), 'conversation')}, "
+            f"{counted(sum(c.messages for c in conversations), 'message')}, "
+            f"synchronous={synchronous}",
+        ),
+        Check(True, "tokens", app.engine.tokenizer.describe()),
+        chat_check,
+        summary_check,
+        Check(
+            True,
+            "memory",
+            f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
+            f"summaries past {memory.summary_threshold:.0%}",
+        ),
+        recall_check,
+        platforms_check,
+    ]
+    for check in checks:
+        report(check)
+    return all(check.ok for check in checks)
+
+
+async def _platforms(config: Config) -> Check:
+    probes: list[Awaitable[tuple[bool, str]]] = []
+    for platform in (config.slack, config.discord):
+        missing = platform.missing_secrets() if platform.enabled else None
+        if missing:
+            probes.append(_refused(missing))
+    if config.slack.enabled and not config.slack.missing_secrets():
+        from bot.adapters.slack.platform import probe
+
+        probes.append(probe(config.slack))
+    if config.discord.enabled and not config.discord.missing_secrets():
+        from bot.adapters.discord.diagnose import diagnose
+
+        probes.append(diagnose(config.discord))
+    if not probes:
+        return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
+    results = await asyncio.gather(*probes)
+    return Check(all(ok for ok, _ in results), "platforms", "; ".join(d for _, d in results))
+
+
+async def _refused(problem: str) -> tuple[bool, str]:
+    return False, problem
+
+
+async def _recall(app: App) -> Check:
+    tokens = app.config.memory.recall_tokens
+    if not tokens:
+        return Check(True, "recall", "off (memory.recall_tokens: 0)")
+    detail = f"up to {tokens:,} tokens of earlier messages; keyword search (SQLite FTS5)"
+    embedder = app.engine.recaller.embedder
+    if embedder is None:
+        return Check(True, "recall", detail)
+    try:
+        (vector,) = await embedder.embed(["ok"])
+    except LLMError as exc:
+        return Check(
+            False, "recall", f"embeddings {embedder.model}: {exc.failure.value} ({exc.detail})"
+        )
+    return Check(True, "recall", f"{detail} and by meaning ({embedder.model}, {len(vector)} dims)")

@@ -1,0 +1,61 @@
+"""The optional HTTP endpoint for operators: ``/healthz`` and ``/metrics``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from aiohttp import web
+
+from bot.core.ports.platform import Platform, PlatformError
+from bot.telemetry.metrics import CONTENT_TYPE_LATEST, PrometheusObserver
+from bot.wiring import App
+
+log = logging.getLogger(__name__)
+
+
+def make_web_app(
+    app: App, metrics: PrometheusObserver, platforms: Sequence[Platform]
+) -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        problem = await app.store.health_problem()
+        lines = [f"database: {'ok' if problem is None else f'down ({problem})'}"]
+        lines += [f"{p.name}: {'ok' if p.connected else 'down'}" for p in platforms]
+        ok = problem is None and all(p.connected for p in platforms)
+        return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 503)
+
+    async def metrics_page(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    web_app = web.Application()
+    web_app.router.add_get("/healthz", healthz)
+    web_app.router.add_get("/metrics", metrics_page)
+    return web_app
+
+
+@asynccontextmanager
+async def serve_http(app: App, platforms: Sequence[Platform]) -> AsyncIterator[int | None]:
+    """Serve the endpoint while the block runs, when ``http.port`` is set; yields the port."""
+    settings = app.config.http
+    if settings.port is None or app.metrics is None:
+        yield None
+        return
+    runner = web.AppRunner(make_web_app(app, app.metrics, platforms), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        try:
+            await site.start()
+        except OSError as exc:
+            where = f"{settings.host}:{settings.port}"
+            raise PlatformError(
+                f"http: cannot listen on {where} (http.host, http.port): {exc.strerror or exc}"
+            ) from None
+        server = site._server
+        sockets = getattr(server, "sockets", None) or ()
+        port = sockets[0].getsockname()[1] if sockets else settings.port
+        log.info("health and metrics on http://%s:%d/", settings.host, port)
+        yield port
+    finally:
+        await runner.cleanup()

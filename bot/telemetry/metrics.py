@@ -1,0 +1,92 @@
+"""Prometheus metrics: an :class:`~bot.core.observe.Observer` that counts into its own registry."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "PrometheusObserver"]
+
+_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
+_FILL_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.8, 0.9, 0.95, 1.0)
+
+
+class PrometheusObserver:
+    """One per app, with its own :class:`CollectorRegistry` (never the global default)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self._messages = Counter(
+            "bot_messages_in", "Messages received and stored", ["platform"], registry=r
+        )
+        self._replies = Counter("bot_replies_out", "Answers sent", ["platform"], registry=r)
+        self._latency = Histogram(
+            "bot_llm_request_seconds",
+            "Model request latency, retries included",
+            ["model", "purpose"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._prompt_tokens = Counter(
+            "bot_llm_prompt_tokens", "Prompt tokens reported by the API", ["model"], registry=r
+        )
+        self._completion_tokens = Counter(
+            "bot_llm_completion_tokens",
+            "Completion tokens reported by the API",
+            ["model"],
+            registry=r,
+        )
+        self._errors = Counter("bot_errors", "Errors by kind", ["kind"], registry=r)
+        self._write_failures = Counter(
+            "bot_storage_write_failures",
+            "Writes the database refused (disk full, read-only, damaged)",
+            registry=r,
+        )
+        self._summaries = Counter("bot_summaries", "Summaries made", registry=r)
+        self._fill = Histogram(
+            "bot_context_fill_ratio",
+            "Share of the prompt budget each answered prompt used",
+            buckets=_FILL_BUCKETS,
+            registry=r,
+        )
+        self._last_fill = Gauge(
+            "bot_context_fill_ratio_last", "The last answered prompt's share", registry=r
+        )
+
+    def message_in(self, *, platform: str) -> None:
+        self._messages.labels(platform=platform).inc()
+
+    def reply_out(self, *, platform: str) -> None:
+        self._replies.labels(platform=platform).inc()
+
+    def llm_request(
+        self,
+        *,
+        model: str,
+        purpose: str,
+        seconds: float,
+        prompt_tokens: int | None,
+        completion_tokens: int | None,
+    ) -> None:
+        self._latency.labels(model=model, purpose=purpose).observe(seconds)
+        if prompt_tokens:
+            self._prompt_tokens.labels(model=model).inc(prompt_tokens)
+        if completion_tokens:
+            self._completion_tokens.labels(model=model).inc(completion_tokens)
+
+    def error(self, *, kind: str) -> None:
+        self._errors.labels(kind=kind).inc()
+
+    def storage_write_failed(self) -> None:
+        self._write_failures.inc()
+
+    def summary_made(self) -> None:
+        self._summaries.inc()
+
+    def context_fill(self, *, ratio: float) -> None:
+        self._fill.observe(ratio)
+        self._last_fill.set(ratio)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,225 @@
+"""The ``bot`` command as a process: piped chat, run, doctor, stats, config errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot import __version__
+from bot.core.memory.tokens import ChatTokenizer
+from bot.core.models import Pin
+from bot.core.prompt.assembler import render_pins
+from tests.conftest import config_dict
+from tests.support.fake_llm import FakeLLM, Reply
+
+
+def write_config(tmp_path: Path, base_url: str, **sections: Any) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config_dict(base_url, tmp_path / "bot.sqlite3", **sections)))
+    return path
+
+
+def bot(*args: str, stdin: str = "", env: dict[str, str] | None = None, cwd: Path | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+
+
+def pins_tokens(*texts: str) -> int:
+    pins = [Pin(i, "c", text, 0, "ana", 0.0) for i, text in enumerate(texts, 1)]
+    return ChatTokenizer.for_model("gpt-4o-mini").count(render_pins(pins))
+
+
+def test_piped_chat_answers_each_line_and_continues_next_time(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    config = write_config(tmp_path, llm_thread.url)
+    first = bot(
+        "chat",
+        "--config",
+        str(config),
+        "--channel",
+        "team",
+        "--user",
+        "ana",
+        stdin="my name is Ana\n/pin Ana owns the billing service\n\n/pins\n",
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        "echo: [ana] my name is Ana",
+        "Pinned #1: Ana owns the billing service",
+        f"Pins now take {pins_tokens('Ana owns the billing service')} tokens.",
+        "1 pinned fact, in every prompt of this channel:",
+        "#1 (ana): Ana owns the billing service",
+    ]
+    second = bot(
+        "chat", "--config", str(config), "--channel", "team", "--user", "bo",
+        stdin="what is her name?\n",
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "echo: [bo] what is her name?\n"
+    sent = llm_thread.chat_requests[-1]["messages"]
+    assert "Ana owns the billing service" in sent[0]["content"]
+    assert [m["content"] for m in sent[1:]] == [
+        "[ana] my name is Ana",
+        "echo: [ana] my name is Ana",
+        "[bo] what is her name?",
+    ]
+    other = bot("chat", "--config", str(config), "--channel", "other", stdin="hi\n")
+    assert other.returncode == 0
+    assert [m["content"] for m in llm_thread.chat_requests[-1]["messages"][1:]] == [
+        f"[{os.environ.get('USER') or 'you'}] hi"
+    ]
+
+
+def test_chat_reports_model_failures_and_keeps_going(tmp_path: Path, llm_thread: FakeLLM) -> None:
+    config = write_config(tmp_path, llm_thread.url, llm={"max_retries": 0})
+    llm_thread.script(Reply.server_error())
+    result = bot("chat", "--config", str(config), stdin="first\nsecond\n/stats\n/nope\n")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("I could not reach the model right now.")
+    assert lines[1].startswith("echo: [")
+    assert any(line.startswith("Prompt: ") for line in lines)
+    assert lines[-1].startswith("Unknown command /nope.")
+
+
+def test_a_bad_config_exits_with_one_line_naming_the_key(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "http://127.0.0.1:9/v1", memory={"summary_threshold": 3})
+    result = bot("doctor", "--config", str(path))
+    assert result.returncode == 78
+    assert result.stderr == (
+        "bot: memory.summary_threshold: Input should be less than or equal to 1\n"
+    )
+
+
+def test_config_comes_from_bot_config_then_the_working_directory(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    path = write_config(tmp_path, llm_thread.url)
+    via_env = bot("stats", env={"BOT_CONFIG": str(path)}, cwd=tmp_path.parent)
+    assert via_env.returncode == 0, via_env.stderr
+    in_cwd = bot("stats", cwd=tmp_path)
+    assert in_cwd.returncode == 0, in_cwd.stderr
+    missing = bot("stats", cwd=tmp_path.parent, env={"BOT_CONFIG": ""})
+    assert missing.returncode == 78
+    assert "config file not found: config.yaml" in missing.stderr
+
+
+def test_run_says_no_platform_is_enabled_and_exits(tmp_path: Path) -> None:
+    result = bot("run", "--config", str(write_config(tmp_path, "http://127.0.0.1:9/v1")))
+    assert result.returncode == 78
+    assert "no chat platform is enabled" in result.stderr
+
+
+def test_doctor_checks_everything_and_reports_each_line(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    ok = bot("doctor", "--config", str(write_config(tmp_path, llm_thread.url)))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    lines = ok.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "ok   config",
+        "ok   database",
+        "ok   tokens",
+        "ok   chat endpoint",
+        "ok   summary endpoint",
+        "ok   memory",
+        "ok   recall",
+        "ok   platforms",
+    ]
+    assert "ok   recall: off (memory.recall_tokens: 0)" in lines
+    on = write_config(
+        tmp_path,
+        llm_thread.url,
+        memory={"recall_tokens": 500, "recall_embeddings": True},
+        llm={"embedding_model": "embed-small"},
+    )
+    checked = bot("doctor", "--config", str(on))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        "ok   recall: up to 500 tokens of earlier messages; keyword search (SQLite FTS5) and by "
+        "meaning (embed-small, 16 dims)"
+    ) in checked.stdout.splitlines()
+
+
+def test_doctor_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        llm={"max_retries": 0, "summary_model": "other-model"},
+    )
+    result = bot("doctor", "--config", str(config))
+    assert result.returncode == 1
+    assert "FAIL chat endpoint: gpt-4o-mini at http://127.0.0.1:9/v1/: unavailable" in result.stdout
+    assert "FAIL summary endpoint: other-model" in result.stdout
+
+
+def test_stats_lists_conversations_and_one_in_detail(tmp_path: Path, llm_thread: FakeLLM) -> None:
+    config = str(write_config(tmp_path, llm_thread.url))
+    bot("chat", "--config", config, "--channel", "team", stdin="hello\n")
+    listing = bot("stats", "--config", config)
+    assert listing.returncode == 0
+    assert "console:local:team" in listing.stdout and "2" in listing.stdout
+    detail = bot("stats", "--config", config, "--channel", "team")
+    assert "Prompt: " in detail.stdout and "Messages stored: 2" in detail.stdout
+
+
+def test_secrets_never_reach_the_logs(tmp_path: Path, llm_thread: FakeLLM) -> None:
+    secret = "sk-test-abcdef0123456789"
+    config = write_config(tmp_path, llm_thread.url, logging={"level": "DEBUG"})
+    llm_thread.script(
+        Reply(status=401, error={"error": {"message": f"Incorrect API key provided: {secret}"}})
+    )
+    result = bot("chat", "--config", str(config), stdin="hi\n", env={"OPENAI_API_KEY": secret})
+    assert result.returncode == 0
+    assert "credentials" in result.stdout
+    assert secret not in result.stdout + result.stderr
+    assert llm_thread.requests[-1].headers["authorization"] == f"Bearer {secret}"
+
+
+def test_version() -> None:
+    result = bot("--version")
+    assert result.stdout.strip() == f"bot {__version__}"
+
+
+def test_a_channel_name_that_could_collide_with_a_thread_is_refused(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "http://127.0.0.1:9/v1")
+    result = bot("chat", "--config", str(config), "--channel", "alpha:t1", stdin="hi\n")
+    assert result.returncode == 2
+    assert "a channel name is non-empty, without ':'" in result.stderr
+
+
+def test_doctor_never_prints_credentials_in_a_url(tmp_path: Path) -> None:
+    secret_url = "http://ana:pa55w0rd-in-url@127.0.0.1:9"
+    config = write_config(
+        tmp_path,
+        f"{secret_url}/v1",
+        llm={
+            "max_retries": 0,
+            "summary_model": "other-model",
+            "summary_base_url": f"{secret_url}/summary/v1",
+            "embedding_model": "embed-small",
+        },
+        memory={"recall_tokens": 500, "recall_embeddings": True},
+        slack={"enabled": True, "mode": "http", "api_base_url": f"{secret_url}/api/"},
+    )
+    env = {"SLACK_BOT_TOKEN": "xoxb-doctor", "SLACK_SIGNING_SECRET": "doctor-secret"}
+    result = bot("doctor", "--config", str(config), env=env)
+    assert result.returncode == 1
+    printed = result.stdout + result.stderr
+    assert "pa55w0rd" not in printed and "ana:" not in printed
+    assert "FAIL chat endpoint: gpt-4o-mini at http://***@127.0.0.1:9/v1/" in printed
+    assert "FAIL summary endpoint: other-model at http://***@127.0.0.1:9/summary/v1/" in printed
+    assert "slack: cannot reach http://***@127.0.0.1:9/api/" in printed

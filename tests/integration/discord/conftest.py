@@ -1,0 +1,3 @@
+"""The running Discord adapter's fixtures."""
+
+from tests.support.discord_bot import *  # noqa: F403

@@ -1,0 +1,142 @@
+"""The health and metrics endpoint: ``/healthz`` follows the database and the platforms,
+``/metrics`` counts what the engine and the models report, in the app's own registry."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import prometheus_client
+import pytest
+
+from bot.core.models import Conversation, IncomingMessage
+from bot.ops.http_server import serve_http
+from bot.telemetry.metrics import PrometheusObserver
+from bot.wiring import App, open_app
+from tests.conftest import ConfigFactory
+from tests.support.fake_llm import FakeLLM, Reply
+
+TEAM = Conversation.console("team")
+
+
+class FakePlatform:
+    """A platform whose connection the test switches."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.connected = False
+
+    async def start(self) -> None:
+        self.connected = True
+
+    async def stop(self) -> None:
+        self.connected = False
+
+
+@pytest.fixture
+async def http_app(make_config: ConfigFactory) -> AsyncIterator[App]:
+    async with open_app(
+        make_config(http={"host": "127.0.0.1", "port": 0}, llm={"max_retries": 0})
+    ) as app:
+        yield app
+
+
+async def get(port: int, path: str) -> tuple[int, str, str]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        return response.status, response.headers["Content-Type"], await response.text()
+
+
+def sample(text: str, name: str) -> float:
+    """The value of one sample line, e.g. ``bot_replies_out_total{platform="console"}``."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in metrics:\n{text}")
+
+
+async def test_healthz_is_200_only_while_every_platform_is_connected(http_app: App) -> None:
+    platform = FakePlatform()
+    async with serve_http(http_app, [platform]) as port:
+        assert port
+        status, _, body = await get(port, "/healthz")
+        assert (status, body) == (503, "database: ok\nfake: down\n")
+        await platform.start()
+        status, _, body = await get(port, "/healthz")
+        assert (status, body) == (200, "database: ok\nfake: ok\n")
+
+
+async def test_metrics_count_messages_replies_requests_tokens_errors_and_fill(
+    http_app: App, llm: FakeLLM
+) -> None:
+    engine = http_app.engine
+    await engine.handle_message(IncomingMessage(TEAM, "u", "Ana", "noted", addressed=False))
+    llm.script(Reply("hi", prompt_tokens=40, completion_tokens=3), Reply.server_error())
+    await engine.handle_message(IncomingMessage(TEAM, "u", "Ana", "hello", addressed=True))
+    await engine.handle_message(IncomingMessage(TEAM, "u", "Ana", "again", addressed=True))
+    made = await engine.summarize(TEAM)
+    async with serve_http(http_app, []) as port:
+        assert port
+        status, content_type, text = await get(port, "/metrics")
+    assert status == 200 and content_type.startswith("text/plain")
+    assert sample(text, 'bot_messages_in_total{platform="console"}') == 3
+    assert sample(text, 'bot_replies_out_total{platform="console"}') == 1
+    chat = 'model="gpt-4o-mini",purpose="chat"'
+    assert sample(text, f"bot_llm_request_seconds_count{{{chat}}}") == 2
+    assert sample(text, 'bot_llm_prompt_tokens_total{model="gpt-4o-mini"}') >= 40
+    assert sample(text, 'bot_llm_completion_tokens_total{model="gpt-4o-mini"}') >= 3
+    assert sample(text, 'bot_errors_total{kind="llm_unavailable"}') == 1
+    assert sample(text, "bot_context_fill_ratio_count") == 1
+    assert 0 < sample(text, "bot_context_fill_ratio_last") < 1
+    assert made is not None
+    assert sample(text, "bot_summaries_total") == 1
+
+
+async def test_each_app_counts_in_its_own_registry(http_app: App) -> None:
+    await http_app.engine.record(IncomingMessage(TEAM, "u", "Ana", "x", addressed=False))
+    assert b'bot_messages_in_total{platform="console"} 1.0' in http_app.metrics.render()  # type: ignore[union-attr]
+    assert b"bot_messages_in_total{" not in PrometheusObserver().render()
+    assert b"bot_messages_in" not in prometheus_client.generate_latest()
+
+
+async def test_no_endpoint_unless_configured(app: App) -> None:
+    assert app.metrics is None
+    async with serve_http(app, []) as port:
+        assert port is None
+
+
+async def test_healthz_is_503_when_the_database_does_not_answer(
+    make_config: ConfigFactory,
+) -> None:
+    config = make_config(http={"host": "127.0.0.1", "port": 0})
+    async with open_app(config) as app, serve_http(app, []) as port:
+        assert port
+        assert await get(port, "/healthz") == (200, "text/plain; charset=utf-8", "database: ok\n")
+        await app.store.close()
+        status, _, body = await get(port, "/healthz")
+        assert (status, body) == (503, "database: down (does not answer)\n")
+
+
+def listening_addresses() -> list[str]:
+    """The kernel's IPv4 listening sockets, as ``ADDRESS:PORT`` in hex (``0100007F``:
+    127.0.0.1, ``00000000``: every interface)."""
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return [row[1] for row in rows if row[3] == "0A"]  # 0A: LISTEN
+
+
+async def test_the_endpoint_listens_on_loopback_only_unless_http_host_says(
+    make_config: ConfigFactory,
+) -> None:
+    async with (
+        open_app(make_config(http={"port": 0})) as app,
+        serve_http(app, [FakePlatform()]) as port,
+    ):
+        assert port
+        assert (await get(port, "/healthz"))[0] == 503
+        listening = listening_addresses()
+        assert f"0100007F:{port:04X}" in listening
+        assert f"00000000:{port:04X}" not in listening

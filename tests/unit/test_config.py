@@ -1,0 +1,147 @@
+"""The config file: read once, validated, secrets only from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, Strategy, config_path, load_config, require_platform_tokens
+from tests.support.paths import ROOT
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_reference_config_is_valid_and_documents_the_defaults() -> None:
+    config = load_config(ROOT / "config.yaml", env={})
+    assert config.memory.strategy is Strategy.HYBRID
+    assert config.memory.summary_threshold == 0.8
+    assert config.memory.profile_tokens == 300
+    assert config.llm.chat_model and config.llm.summary_model
+    assert config.llm.api_key is None
+    assert (config.catch_up.hours, config.catch_up.max_messages) == (24, 200)
+
+
+def test_environment_supplies_secrets_and_overrides_the_base_url(tmp_path: Path) -> None:
+    path = write(tmp_path, "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n")
+    config = load_config(
+        path, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    )
+    assert config.llm.api_key == "sk-test"
+    assert config.llm.base_url == "http://127.0.0.1:1/v1"
+    assert "sk-test" not in repr(config)
+
+
+@pytest.mark.parametrize(("memory", "recall"), [("{}", 1000), ("{max_context_tokens: 1500}", 187)])
+def test_recall_by_default_takes_a_share_any_budget_has_room_for(
+    tmp_path: Path, memory: str, recall: int
+) -> None:
+    text = f"system_prompt: hi\nllm: {{chat_model: a, summary_model: b}}\nmemory: {memory}\n"
+    assert load_config(write(tmp_path, text), env={}).memory.recall_tokens == recall
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("llm: {chat_model: a, summary_model: b}\n", "system_prompt: Field required"),
+        ("system_prompt: hi\nllm: {summary_model: b}\n", "llm.chat_model: Field required"),
+        (
+            "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+            "memory: {max_context_tokens: 0}\n",
+            "memory.max_context_tokens: Input should be greater than or equal to 256",
+        ),
+        (
+            "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\nmemory: {strategy: all}\n",
+            "memory.strategy: Input should be 'full', 'window', 'summary' or 'hybrid'",
+        ),
+        (
+            "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\nmemroy: {}\n",
+            "memroy: unknown key",
+        ),
+        (
+            "system_prompt: hi\nllm: {chat_model: a, summary_model: b, api_key: sk-x}\n",
+            "llm.api_key: secrets are read from the environment, not the config file",
+        ),
+        (
+            "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+            "catch_up: {max_messages: 0}\n",
+            "catch_up.max_messages: Input should be greater than or equal to 1",
+        ),
+        ("system_prompt: hi\nllm: [unclosed\n", "not valid YAML at line 2, column 6"),
+        ("- a list\n", "the top level must be a mapping"),
+    ],
+)
+def test_a_bad_config_fails_with_one_line_naming_the_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), env={})
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert "sk-x" not in str(caught.value)
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"config file not found: .*nope\.yaml"):
+        load_config(tmp_path / "nope.yaml", env={})
+
+
+def test_config_path_precedence() -> None:
+    assert config_path("a.yaml", {"BOT_CONFIG": "b.yaml"}) == Path("a.yaml")
+    assert config_path(None, {"BOT_CONFIG": "b.yaml"}) == Path("b.yaml")
+    assert config_path(None, {}) == Path("config.yaml")
+
+
+SLACK_BASE = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+
+
+def test_slack_secrets_come_from_the_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, SLACK_BASE + "slack: {enabled: true, admin_user_ids: [U1]}\n")
+    env = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-test"}
+    config = load_config(path, env=env)
+    assert config.slack.enabled and config.slack.mode == "socket"
+    assert (config.slack.bot_token, config.slack.app_token) == ("xoxb-test", "xapp-test")
+    assert config.slack.admin_user_ids == ("U1",)
+    assert "xoxb-test" not in repr(config)
+    assert not load_config(ROOT / "config.yaml", env=env).slack.enabled
+
+
+@pytest.mark.parametrize(
+    ("slack", "env", "message"),
+    [
+        ("{enabled: true}", {}, "slack: socket mode needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN"),
+        (
+            "{enabled: true, mode: http}",
+            {"SLACK_BOT_TOKEN": "xoxb-1"},
+            "slack: http mode needs SLACK_SIGNING_SECRET in the environment",
+        ),
+    ],
+)
+def test_missing_slack_secrets_are_named_when_connecting(
+    tmp_path: Path, slack: str, env: dict[str, str], message: str
+) -> None:
+    config = load_config(write(tmp_path, SLACK_BASE + f"slack: {slack}\n"), env=env)
+    with pytest.raises(ConfigError) as caught:
+        require_platform_tokens(config)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("slack", "env", "message"),
+    [
+        ("{signing_secret: abc}", {}, "slack.signing_secret: secrets are read from the"),
+        ("{bot_token: xoxb-1}", {}, "slack.bot_token: secrets are read from the environment"),
+        ("{mode: rtm}", {}, "slack.mode: Input should be 'socket' or 'http'"),
+        ("{chanels: []}", {}, "slack.chanels: unknown key"),
+    ],
+)
+def test_a_bad_slack_section_is_named(
+    tmp_path: Path, slack: str, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, SLACK_BASE + f"slack: {slack}\n"), env=env)
+    assert message in str(caught.value)
