@@ -273,6 +273,7 @@ CHECKS = (
     "ruff format --check",
     "hadolint Dockerfile",
     "mypy bot",
+    "import rules",
     "mkdocs build --strict",
 )
 ONE_TEST = ("-p", "no:randomly", "tests/e2e/test_scripts.py", "-k", "data_volume")
