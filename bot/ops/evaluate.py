@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Config, Strategy
+from bot.config.textfile import NotUtf8, read_text
 from bot.core.commands import run_command
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind
 from bot.core.ports.llm import Completion, LLMError
 from bot.core.prompt.assembler import Prompt, PromptTooLarge
 from bot.core.wording import counted
-from bot.textfile import NotUtf8, read_text
 from bot.wiring import open_app
 
 CHANNEL = Conversation(platform="eval", workspace="local", channel="transcript")
