@@ -28,6 +28,7 @@ from bot.config import (
     load_config,
     require_platform_tokens,
 )
+from bot.config.textfile import NotUtf8, utf8_lines
 from bot.core.models import Conversation
 from bot.core.ports.platform import NoPlatformEnabled, PlatformError
 from bot.core.ports.store import StorageError
@@ -38,7 +39,6 @@ from bot.run import enabled_platforms, run_platforms
 from bot.store.archive import ArchiveError, BackupError, dump_lines, os_reason, parse_lines
 from bot.store.sqlite.store import DatabaseError, SqliteStore
 from bot.telemetry.logs import setup_logging
-from bot.textfile import NotUtf8, utf8_lines
 from bot.wiring import App, missing_keys, open_app
 
 log = logging.getLogger(__name__)

@@ -7,6 +7,7 @@ import logging
 import signal
 from collections.abc import Sequence
 
+from bot import adapters
 from bot.core.ports.platform import NoPlatformEnabled, Platform
 from bot.wiring import App
 
@@ -14,17 +15,9 @@ log = logging.getLogger(__name__)
 
 
 def enabled_platforms(app: App) -> list[Platform]:
-    """The adapters the config enables (each imported only when enabled)."""
-    platforms: list[Platform] = []
-    if app.config.slack.enabled:
-        from bot.adapters.slack.platform import SlackPlatform
-
-        platforms.append(SlackPlatform(engine=app.engine, settings=app.config.slack))
-    if app.config.discord.enabled:
-        from bot.adapters.discord.platform import DiscordPlatform
-
-        platforms.append(DiscordPlatform(engine=app.engine, settings=app.config.discord))
-    return platforms
+    """The platforms the config enables, in the registry's order (each adapter imported only
+    when enabled)."""
+    return [entry.build(app, settings) for entry, settings in adapters.enabled(app.config)]
 
 
 async def run_platforms(platforms: Sequence[Platform]) -> None:

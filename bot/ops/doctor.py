@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot import adapters
 from bot.config import Config
 from bot.core.ports.llm import Failure, LLMError
 from bot.core.wording import counted
@@ -111,27 +112,11 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
 
 
 async def _platforms(config: Config) -> Check:
-    probes: list[Awaitable[tuple[bool, str]]] = []
-    for platform in (config.slack, config.discord):
-        missing = platform.missing_secrets() if platform.enabled else None
-        if missing:
-            probes.append(_refused(missing))
-    if config.slack.enabled and not config.slack.missing_secrets():
-        from bot.adapters.slack.platform import probe
-
-        probes.append(probe(config.slack))
-    if config.discord.enabled and not config.discord.missing_secrets():
-        from bot.adapters.discord.diagnose import diagnose
-
-        probes.append(diagnose(config.discord))
-    if not probes:
+    enabled = adapters.enabled(config)
+    if not enabled:
         return Check(True, "platforms", "none enabled; `bot chat` talks to the bot in the terminal")
-    results = await asyncio.gather(*probes)
+    results = await asyncio.gather(*(entry.diagnose(settings) for entry, settings in enabled))
     return Check(all(ok for ok, _ in results), "platforms", "; ".join(d for _, d in results))
-
-
-async def _refused(problem: str) -> tuple[bool, str]:
-    return False, problem
 
 
 async def _recall(app: App) -> Check:

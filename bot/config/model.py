@@ -1,0 +1,165 @@
+"""The configuration's frozen models: what the bot, its memory and its storage are set to.
+
+Each platform's section is in :mod:`bot.config.platforms`; reading files and the environment
+into these models is :mod:`bot.config.load`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from bot.config.platforms import DiscordConfig, PlatformSection, SlackConfig
+from bot.config.section import Section
+
+
+class Strategy(StrEnum):
+    FULL = "full"
+    WINDOW = "window"
+    SUMMARY = "summary"
+    HYBRID = "hybrid"
+
+
+class LLMConfig(Section):
+    base_url: str = "https://api.openai.com/v1"
+    chat_model: str = Field(min_length=1)
+    summary_model: str = Field(min_length=1)
+    summary_base_url: str | None = None
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    reply_deadline_seconds: float = Field(default=90.0, gt=0)
+    """The most one answer may take, all its retries and Retry-After waits included."""
+    max_reply_tokens: int = Field(default=1024, gt=0)
+    max_reply_chars: int = Field(default=8000, ge=500)
+    """The most of a reply posted as messages; a longer one's whole text is attached as a
+    file (servers may ignore max_reply_tokens)."""
+    summary_max_tokens: int = Field(default=800, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    embedding_model: str | None = Field(default=None, min_length=1)
+    """The endpoint's embeddings model, for memory.recall_embeddings."""
+    # Filled from the environment only, never from the file.
+    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    summary_api_key: str | None = Field(default=None, exclude=True, repr=False)
+
+
+class MemoryConfig(Section):
+    strategy: Strategy = Strategy.HYBRID
+    max_context_tokens: int = Field(default=8000, ge=256)
+    summary_threshold: float = Field(default=0.8, gt=0, le=1)
+    summary_target: float = Field(default=0.5, gt=0, lt=1)
+    window_turns: int = Field(default=20, ge=1)
+    keep_recent_turns: int = Field(default=2, ge=1)
+    summary_rebuild_every: int = Field(default=5, ge=0)
+    summary_max_input_tokens: int = Field(default=12000, ge=1000)
+    summary_retry_seconds: float = Field(default=60.0, ge=0)
+    recall_tokens: int = Field(default=1000, ge=0)
+    """The most tokens of earlier messages found by search per prompt (0: no recall)."""
+    recall_messages: int = Field(default=8, ge=1, le=50)
+    recall_embeddings: bool = False
+    recall_vector_limit: int = Field(default=2000, ge=1, le=100_000)
+    recall_min_similarity: float = Field(default=0.3, ge=-1, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recall_default_fits_the_budget(cls, data: Any) -> Any:
+        """Unset, recall_tokens is 1,000 or an eighth of a smaller budget, so a small budget
+        never needs recall_tokens spelled out."""
+        if isinstance(data, dict) and "recall_tokens" not in data:
+            budget = data.get("max_context_tokens", 8000)
+            if isinstance(budget, int) and not isinstance(budget, bool):
+                return {**data, "recall_tokens": min(1000, max(budget, 0) // 8)}
+        return data
+
+    profile_tokens: int = Field(default=300, ge=0)
+    """The most a speaker's profile may take in a prompt (and at most a tenth of the budget);
+    0 leaves profiles out of prompts."""
+
+    @model_validator(mode="after")
+    def _target_below_threshold(self) -> MemoryConfig:
+        if self.summary_target >= self.summary_threshold:
+            raise ValueError("summary_target must be below summary_threshold")
+        if self.recall_tokens > self.max_context_tokens // 2:
+            raise ValueError(
+                f"recall_tokens must be at most half of max_context_tokens "
+                f"({self.max_context_tokens // 2}); 0 turns recall off"
+            )
+        return self
+
+
+class StorageConfig(Section):
+    path: str = "data/bot.sqlite3"
+    busy_timeout_ms: int = Field(default=5000, ge=0)
+    synchronous: Literal["full", "normal"] = "full"
+    """full: each commit reaches the disk before it is acknowledged; normal: faster, but a
+    power loss can drop the last commits (WAL)."""
+
+
+class LoggingConfig(Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Any case: ``debug`` is ``DEBUG``."""
+    format: Literal["text", "json"] = "text"
+    """text: one readable line per event; json: one JSON object per line."""
+    slack_sdk_debug: bool = False
+    """At DEBUG, also slack_sdk's own debug lines (request URLs, message texts); off: kept at
+    INFO and above whatever the level."""
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+
+class HttpConfig(Section):
+    """The optional health and metrics endpoint (``/healthz``, ``/metrics``)."""
+
+    host: str = "127.0.0.1"
+    """Only this machine by default: the numbers are for operators, not the internet."""
+    port: int | None = Field(default=None, ge=0, le=65535)
+    """None: no endpoint; 0: any free port (tests)."""
+
+
+class CatchUpConfig(Section):
+    """On start, what was written while the bot was stopped is fetched and stored, unanswered."""
+
+    hours: float = Field(default=24, ge=0)
+    """Conversations with a message stored in the last this many hours are caught up; 0: off."""
+    max_messages: int = Field(default=200, ge=1)
+    """At most this many messages per conversation (the most recent)."""
+
+
+class Config(Section):
+    system_prompt: str = Field(min_length=1)
+    llm: LLMConfig
+    memory: MemoryConfig = MemoryConfig()
+    storage: StorageConfig = StorageConfig()
+    logging: LoggingConfig = LoggingConfig()
+    http: HttpConfig = HttpConfig()
+    catch_up: CatchUpConfig = CatchUpConfig()
+    # One section per chat platform; bot.adapters pairs each with its adapter.
+    slack: SlackConfig = SlackConfig()
+    discord: DiscordConfig = DiscordConfig()
+
+    @model_validator(mode="after")
+    def _embedding_model_for_recall(self) -> Config:
+        if self.memory.recall_embeddings and not self.llm.embedding_model:
+            raise ValueError("memory.recall_embeddings needs llm.embedding_model")
+        return self
+
+    @property
+    def summary_base_url(self) -> str:
+        return self.llm.summary_base_url or self.llm.base_url
+
+    @classmethod
+    def platform_sections(cls) -> dict[str, type[PlatformSection]]:
+        """Each chat platform's section name and model, in the order they are declared."""
+        return {
+            name: field.annotation
+            for name, field in cls.model_fields.items()
+            if isinstance(field.annotation, type) and issubclass(field.annotation, PlatformSection)
+        }
+
+    def platforms(self) -> dict[str, PlatformSection]:
+        """Each chat platform's settings, enabled or not, by section name."""
+        return {name: getattr(self, name) for name in self.platform_sections()}

@@ -1,0 +1,92 @@
+"""The chat platforms' config sections: keys from the file, secrets from the environment.
+
+Only pydantic models, so that the config (which the core imports) can validate them without
+importing a platform library. The platform registry (``bot.adapters``) pairs each with its
+adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from bot.config.section import Section
+
+
+class PlatformSection(Section):
+    """A platform's section: off unless enabled; its secrets come only from the environment."""
+
+    enabled: bool = False
+    secret_variables: ClassVar[Mapping[str, str]] = {}
+    """Each secret field and the environment variable it is read from."""
+
+    def missing_secrets(self) -> str | None:
+        """What connecting needs and the environment lacks, in one line; None when ready."""
+        return None
+
+
+class SlackMode(StrEnum):
+    SOCKET = "socket"
+    HTTP = "http"
+
+
+class SlackRecord(StrEnum):
+    ALL = "all"
+    ADDRESSED = "addressed"
+
+
+class SlackConfig(PlatformSection):
+    mode: SlackMode = SlackMode.SOCKET
+    host: str = "0.0.0.0"  # HTTP mode: where Slack (or the load balancer) reaches the bot
+    port: int = Field(default=3000, ge=0, le=65535)
+    api_base_url: str | None = None
+    record: SlackRecord = SlackRecord.ALL
+    answer_channels: tuple[str, ...] = ()
+    """Channel ids where the bot answers every message, not only mentions."""
+    admin_user_ids: tuple[str, ...] = ()
+    """User ids who may run admin commands (/reset)."""
+    bot_token: str | None = Field(default=None, exclude=True, repr=False)
+    app_token: str | None = Field(default=None, exclude=True, repr=False)
+    signing_secret: str | None = Field(default=None, exclude=True, repr=False)
+    secret_variables: ClassVar[Mapping[str, str]] = {
+        "bot_token": "SLACK_BOT_TOKEN",
+        "app_token": "SLACK_APP_TOKEN",
+        "signing_secret": "SLACK_SIGNING_SECRET",
+    }
+
+    def missing_secrets(self) -> str | None:
+        missing = [] if self.bot_token else ["SLACK_BOT_TOKEN"]
+        if self.mode is SlackMode.SOCKET and not self.app_token:
+            missing.append("SLACK_APP_TOKEN")
+        if self.mode is SlackMode.HTTP and not self.signing_secret:
+            missing.append("SLACK_SIGNING_SECRET")
+        if not missing:
+            return None
+        return f"slack: {self.mode.value} mode needs {' and '.join(missing)} in the environment"
+
+
+class DiscordConfig(PlatformSection):
+    record: Literal["all", "addressed"] = "all"
+    """all: remember every message the bot can see; addressed: only what is addressed to it."""
+    answer_channels: tuple[int, ...] = ()
+    """Channel ids where the bot answers every message, not only mentions and replies."""
+    admin_user_ids: tuple[int, ...] = ()
+    """Users who may run admin commands (/reset) without the Manage Messages permission."""
+    dev_guild_id: int | None = None
+    """Sync slash commands to this one server (instantly) instead of globally."""
+    api_base_url: str | None = Field(default=None, pattern=r"^https?://")
+    """Discord's REST API (a proxy, or a local test server); None: discord.py's default."""
+    gateway_url: str | None = Field(default=None, pattern=r"^wss?://")
+    """Discord's gateway websocket; None: discord.py's default."""
+    token: str | None = Field(default=None, exclude=True, repr=False)
+    secret_variables: ClassVar[Mapping[str, str]] = {"token": "DISCORD_TOKEN"}
+
+    def missing_secrets(self) -> str | None:
+        return (
+            None
+            if self.token
+            else "discord: enabled, but DISCORD_TOKEN is not set in the environment"
+        )
