@@ -66,7 +66,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -426,20 +426,22 @@ async def fold_history(engine: Engine, *, to: str, profiles: bool = True) -> tup
     before the next compaction, the most recent turns of the cycle. Either way, as the
     stand-in writes the same summary whatever it reads, the summary is never rebuilt from the
     raw messages (that would read the whole history every few compactions)."""
-    config = engine.config
-    update: dict[str, float] = {"summary_rebuild_every": 0}
+    settings = engine.settings_for(CHANNEL)
+    options = replace(settings.summary, rebuild_every=0)
     if to == "threshold":
-        update["summary_target"] = config.memory.summary_threshold
+        options = replace(options, target=settings.summary.threshold)
+    folding = replace(settings, summary=options)
     summarizer = Summarizer(
         store=engine.store,
         model=StandInSummaryModel(profiles=profiles),
         tokenizer=engine.tokenizer,  # as the bot wires its summarizer
-        memory=config.memory.model_copy(update=update),
-        max_tokens=config.llm.summary_max_tokens,
     )
     compactions = 0
-    while engine.needs_summary((await engine.preview(CHANNEL)).prompt):
-        if await summarizer.compact(CHANNEL, budget=engine.budget()) is None:
+    while engine.needs_summary((await engine.preview(CHANNEL)).prompt, settings):
+        if (
+            await summarizer.compact(CHANNEL, settings=folding, budget=engine.budget(settings))
+            is None
+        ):
             break
         compactions += 1
     summary = await engine.store.latest_summary(conversation_key=CHANNEL.key)
@@ -486,12 +488,14 @@ async def one_turn(
     t0 = time.perf_counter()
     stored = await engine.record(message)
     t1 = time.perf_counter()
+    settings = engine.settings_for(CHANNEL)
     prompt = await engine.assembler.build(
+        settings=settings,
         conversation_key=CHANNEL.key,
         channel_key=CHANNEL.channel_key,
         through_id=stored.id,
         current_id=stored.id,
-        budget=engine.budget(),
+        budget=engine.budget(settings),
         query=stored,
         speaker=Speaker(Person.of(CHANNEL, author_id), name),
     )

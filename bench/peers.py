@@ -182,12 +182,14 @@ class Ours:
         incoming = self._incoming(msg, msg.name)
         t0 = time.perf_counter()
         stored = await self.engine.record(incoming)
+        settings = self.engine.settings_for(CHANNEL)
         prompt = await self.engine.assembler.build(
+            settings=settings,
             conversation_key=CHANNEL.key,
             channel_key=CHANNEL.channel_key,
             through_id=stored.id,
             current_id=stored.id,
-            budget=self.engine.budget(),
+            budget=self.engine.budget(settings),
         )
         elapsed = time.perf_counter() - t0
         assert incoming.message_id is not None

@@ -16,7 +16,8 @@ from bot.core.memory.summarizer import Summarizer
 from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
 from bot.core.observe import NoObserver, ObservedChatModel, Observer
-from bot.core.ports.llm import ApiKey
+from bot.core.ports.llm import ApiKey, ChatModel, Embedder
+from bot.core.settings import SettingsSource
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
 from bot.store.sqlite.store import SqliteStore
@@ -79,6 +80,33 @@ def missing_keys(config: Config) -> list[str]:
         for url, (purpose, setting, key) in endpoints.items()
         if not key.is_set and not is_local(url)
     ]
+
+
+def _engine(
+    config: Config,
+    store: SqliteStore,
+    *,
+    chat: ChatModel,
+    summary: ChatModel,
+    embedder: Embedder | None,
+    tokenizer: ChatTokenizer,
+    calibrator: Calibrator,
+    observer: Observer,
+) -> Engine:
+    """The engine, with each conversation's settings taken from the config; ``embedder`` is
+    used only while the config turns recall by meaning on."""
+    memory = config.memory
+    return Engine(
+        config=config,
+        settings=SettingsSource.from_config(config),
+        store=store,
+        chat=chat,
+        summarizer=Summarizer(store=store, model=summary, tokenizer=tokenizer),
+        tokenizer=tokenizer,
+        calibrator=calibrator,
+        observer=observer,
+        embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
+    )
 
 
 @asynccontextmanager
@@ -145,25 +173,19 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
         await calibrator.load()
-        engine = Engine(
-            config=config,
-            store=store,
+        engine = _engine(
+            config,
+            store,
             chat=ObservedChatModel(chat, observer, purpose="chat"),
-            summarizer=Summarizer(
-                store=store,
-                model=ObservedChatModel(summary, observer, purpose="summary"),
-                tokenizer=tokenizer,
-                memory=config.memory,
-                max_tokens=llm.summary_max_tokens,
+            summary=ObservedChatModel(summary, observer, purpose="summary"),
+            embedder=(
+                OpenAIEmbedder(chat_client, llm.embedding_model, key=chat_key_source(config))
+                if llm.embedding_model
+                else None
             ),
             tokenizer=tokenizer,
             calibrator=calibrator,
             observer=observer,
-            embedder=(
-                OpenAIEmbedder(chat_client, llm.embedding_model, key=chat_key_source(config))
-                if llm.embedding_model and config.memory.recall_embeddings
-                else None
-            ),
         )
         try:
             yield App(

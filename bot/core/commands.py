@@ -19,7 +19,8 @@ from bot.core.models import (
 )
 from bot.core.ports.llm import LLMError, clean_text
 from bot.core.ports.store import StorageError, UsageTotals
-from bot.core.prompt.assembler import PromptTooLarge, Speaker, render_pins, render_profile
+from bot.core.prompt.assembler import PromptTooLarge, Speaker
+from bot.core.prompt.layout import fit_profile, profile_cap, render_pins, render_profile
 from bot.core.wording import counted
 
 Handler = Callable[[Engine, CommandCall], Awaitable[Reply]]
@@ -55,9 +56,10 @@ async def pin(engine: Engine, call: CommandCall) -> Reply:
     name = clean_text(call.user_name)
     pins = list(await engine.store.pins(channel_key=channel))
     candidate = Pin(0, channel, text, 0, name, 0.0)
-    budget = engine.budget()
+    settings = engine.settings_for(call.conversation)
+    budget = engine.budget(settings)
     pins_after = engine.tokenizer.count(render_pins([*pins, candidate]))
-    needed = engine.assembler.system_tokens + pins_after
+    needed = engine.tokenizer.count(settings.system_prompt) + pins_after
     allowed = int(budget * MAX_PIN_SHARE)
     if needed > allowed:
         return _error(
@@ -134,7 +136,8 @@ async def remember(engine: Engine, call: CommandCall) -> Reply:
             "Usage: /remember TEXT — a fact about you (name, role, time zone, preferences) "
             "shown to the model whenever you talk to it in this workspace."
         )
-    cap = engine.assembler.profile_cap(engine.budget())
+    settings = engine.settings_for(call.conversation)
+    cap = profile_cap(settings, engine.budget(settings))
     if cap == 0:
         return _error("Profiles are turned off here (memory.profile_tokens is 0).")
     person = _person(call)
@@ -169,7 +172,9 @@ async def profile(engine: Engine, call: CommandCall) -> Reply:
             "Nothing is kept about you in this workspace. /remember TEXT adds a fact.",
             ephemeral=True,
         )
-    _, shown = engine.assembler.fit_profile(_name(call), facts, engine.budget())
+    settings = engine.settings_for(call.conversation)
+    cap = profile_cap(settings, engine.budget(settings))
+    _, shown = fit_profile(engine.tokenizer.count, _name(call), facts, cap)
     shown_ids = {f.id for f in shown}
     lines = [f"{counted(len(facts), 'fact')} kept about you in this workspace:"]
     for fact in facts:
@@ -202,9 +207,10 @@ async def forget(engine: Engine, call: CommandCall) -> Reply:
 
 
 async def summarize(engine: Engine, call: CommandCall) -> Reply:
-    if not engine.assembler.uses_summary:
+    settings = engine.settings_for(call.conversation)
+    if not settings.uses_summary:
         return _error(
-            f"The '{engine.config.memory.strategy}' memory strategy keeps no summary; "
+            f"The '{settings.strategy}' memory strategy keeps no summary; "
             "set memory.strategy to summary or hybrid."
         )
     try:
@@ -251,12 +257,11 @@ async def format_stats(
     engine: Engine, conversation: Conversation, *, speaker: Speaker | None = None
 ) -> str:
     """The /stats text; ``speaker``'s profile is counted as if they wrote the next message."""
-    memory = engine.config.memory
     try:
         preview = await engine.preview(conversation, speaker=speaker)
     except PromptTooLarge as exc:
         return f"Context for {conversation.key}: {exc}"
-    prompt = preview.prompt
+    prompt, settings = preview.prompt, preview.settings
     window_messages = len(prompt.window)
     summarized = prompt.summary.message_count if prompt.summary else 0
     notes = {
@@ -265,13 +270,13 @@ async def format_stats(
         "summary": f"covers {counted(summarized, 'message')}",
         "recall": (
             f"{counted(len(prompt.recalled), 'earlier message')} found by search"
-            if memory.recall_tokens
+            if settings.recall.enabled
             else "off (memory.recall_tokens: 0)"
         ),
         "recent": counted(window_messages, "message"),
     }
     lines = [
-        f"Context for {conversation.key} ({memory.strategy} strategy)",
+        f"Context for {conversation.key} ({settings.strategy} strategy)",
         f"Prompt: {prompt.tokens:,} / {prompt.budget:,} tokens ({prompt.fill:.1%}); by layer:",
     ]
     for layer, tokens in prompt.breakdown.as_dict().items():
@@ -294,14 +299,14 @@ async def format_stats(
             f"{counted(calibration.samples, 'reply', 'replies')}"
         )
     lines.append(f"Summary model: {engine.summarizer.model}")
-    if prompt.budget != memory.max_context_tokens:
-        lines.append(f"Budget calibrated from {memory.max_context_tokens:,} tokens.")
-    if prompt.fill > memory.summary_threshold:
+    if prompt.budget != settings.max_context_tokens:
+        lines.append(f"Budget calibrated from {settings.max_context_tokens:,} tokens.")
+    if prompt.fill > settings.summary.threshold:
         lines.append(
-            f"Warning: the prompt is past {memory.summary_threshold:.0%} of the budget; "
+            f"Warning: the prompt is past {settings.summary.threshold:.0%} of the budget; "
             + (
                 "older turns are being folded into the summary."
-                if engine.assembler.uses_summary
+                if settings.uses_summary
                 else "the oldest turns are being left out."
             )
         )

@@ -1,7 +1,10 @@
-"""The core: stores every message, builds each prompt, asks the model, keeps summaries going.
+"""The core's turn: record the message, assemble the prompt, ask the model, store the answer.
 
 Platform adapters hand it :class:`~bot.core.models.IncomingMessage` and
 :class:`~bot.core.models.CommandCall` values and get :class:`~bot.core.models.Reply` values back.
+Each turn and command asks :class:`~bot.core.settings.SettingsSource` for the settings of its
+conversation first and passes them down; summaries and embeddings follow in the background
+(:mod:`.background`).
 """
 
 from __future__ import annotations
@@ -9,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from dataclasses import dataclass
 
 from bot.config import Config
+from bot.core.background import Background, needs_summary
+from bot.core.locks import Locks
 from bot.core.memory.calibration import Calibrator
 from bot.core.memory.importance import score
 from bot.core.memory.recall import Recaller
@@ -33,6 +37,7 @@ from bot.core.observe import NoObserver, Observer
 from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
+from bot.core.settings import Settings, SettingsSource
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
@@ -43,20 +48,6 @@ STORAGE_NOTICE = (
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
 _SHRINK_ON_OVERFLOW = 0.75
 _REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
-
-
-class _Locks:
-    """One lock per key for as long as anyone holds or waits on it."""
-
-    def __init__(self) -> None:
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-
-    def __call__(self, key: str) -> asyncio.Lock:
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[key] = lock
-        return lock
 
 
 @dataclass(frozen=True)
@@ -73,6 +64,8 @@ class Preview:
 
     prompt: Prompt
     stored_messages: int
+    settings: Settings
+    """What the prompt was built with."""
 
 
 class Engine:
@@ -80,6 +73,7 @@ class Engine:
         self,
         *,
         config: Config,
+        settings: SettingsSource,
         store: Store,
         chat: ChatModel,
         summarizer: Summarizer,
@@ -89,39 +83,33 @@ class Engine:
         embedder: Embedder | None = None,
     ) -> None:
         self.config = config
+        """The platform options adapters read (catch-up, reply length); what a turn uses
+        comes from ``settings``."""
+        self.settings = settings
         self.store = store
         self.chat = chat
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
         self.observer: Observer = observer or NoObserver()
-        memory = config.memory
-        self.recaller = Recaller(
-            store=store,
-            count=tokenizer.count,
-            memory=config.memory,
-            embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
-        )
-        self.assembler = Assembler(
-            store=store,
-            tokenizer=tokenizer,
-            memory=config.memory,
-            system_prompt=config.system_prompt,
-            recaller=self.recaller,
-        )
-        self._reply_locks = _Locks()
+        self.recaller = Recaller(store=store, count=tokenizer.count, embedder=embedder)
+        self.assembler = Assembler(store=store, tokenizer=tokenizer, recaller=self.recaller)
+        self._reply_locks = Locks()
         # Messages of one conversation are stored in the order they arrived, even when one
         # is counted off the event loop or opens the conversation.
-        self._record_locks = _Locks()
-        self._summary_locks = _Locks()
-        self._summary_tasks: dict[str, asyncio.Task[None]] = {}
+        self._record_locks = Locks()
         # Turns whose message was stored but not yet answered, per conversation: a summary
         # must not fold them, or the prompt built for them would miss them.
         self._awaiting: dict[str, set[int]] = {}
-        self._summary_retry_at: dict[str, float] = {}
         # Tasks answering a message right now, so that shutdown can finish or abandon them.
         self._replying: set[asyncio.Task[object]] = set()
-        self._embedding: set[asyncio.Task[None]] = set()
+        self.background = Background(
+            summarizer=summarizer,
+            recaller=self.recaller,
+            observer=self.observer,
+            budget=self.budget,
+            oldest_awaiting=self._oldest_awaiting,
+        )
         # The storage incident each conversation was last told about.
         self._told: dict[str, int] = {}
 
@@ -132,8 +120,13 @@ class Engine:
             return await asyncio.to_thread(self.tokenizer.count, text)
         return self.tokenizer.count(text)
 
-    def budget(self) -> int:
-        return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
+    def settings_for(self, conversation: Conversation) -> Settings:
+        """The settings the conversation's turns and commands use now."""
+        return self.settings.for_conversation(conversation)
+
+    def budget(self, settings: Settings) -> int:
+        """The prompt budget under ``settings``, calibrated for the chat model."""
+        return self.calibrator.budget(self.chat.model, settings.max_context_tokens)
 
     async def has_answered(self, conversation: Conversation) -> bool:
         """Whether the bot has answered in the conversation (a thread it follows, say), as
@@ -160,7 +153,7 @@ class Engine:
             )
         self.observer.message_in(platform=message.conversation.platform)
         if embed:
-            self._embed(stored)
+            self._embed(message.conversation, stored)
         return stored
 
     async def backfill_embeddings(self) -> None:
@@ -171,33 +164,12 @@ class Engine:
         if embedder is None:
             return
         newest = await self.store.unembedded(before_id=None, model=embedder.model, limit=1)
-        if not newest:
-            return
-        task = asyncio.create_task(
-            self._embed_stored(before_id=newest[0][0] + 1), name="embed stored messages"
-        )
-        self._embedding.add(task)
-        task.add_done_callback(self._embedding.discard)
+        if newest:
+            self.background.backfill_embeddings(before_id=newest[0][0] + 1)
 
-    async def _embed_stored(self, *, before_id: int) -> None:
-        try:
-            await self.recaller.backfill(before_id=before_id)
-        except Exception:
-            log.exception("embedding stored messages failed")
-
-    def _embed(self, stored: StoredMessage) -> None:
+    def _embed(self, conversation: Conversation, stored: StoredMessage) -> None:
         """Embed a stored message in the background, for recall by meaning."""
-        if self.recaller.embedder is None:
-            return
-        task = asyncio.create_task(self._embed_now(stored), name=f"embed {stored.id}")
-        self._embedding.add(task)
-        task.add_done_callback(self._embedding.discard)
-
-    async def _embed_now(self, stored: StoredMessage) -> None:
-        try:
-            await self.recaller.embed_message(stored)
-        except Exception:
-            log.exception("embedding message %d failed", stored.id)
+        self.background.embed(stored, self.settings_for(conversation))
 
     def storage_notice(self, conversation: Conversation, error: StorageError) -> Reply | None:
         """What to tell a conversation whose message could not be stored, for platforms that
@@ -260,9 +232,10 @@ class Engine:
     async def _reply(
         self, conversation: Conversation, stored: StoredMessage, *, reply_id: str | None
     ) -> Reply:
+        settings = self.settings_for(conversation)
         async with self._reply_locks(conversation.key):
             try:
-                prompt, completion = await self._answer(conversation, stored)
+                prompt, completion = await self._answer(conversation, stored, settings)
             except PromptTooLarge as exc:
                 self.observer.error(kind="prompt_too_large")
                 return Reply(str(exc), kind=ReplyKind.ERROR)
@@ -280,7 +253,7 @@ class Engine:
                 created_at=time.time(),
                 reply_to=stored.id,
             )
-            self._embed(answer)
+            self.background.embed(answer, settings)
             await self.store.record_usage(
                 conversation_key=conversation.key,
                 model=self.chat.model,
@@ -293,18 +266,19 @@ class Engine:
             )
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
-        if self.needs_summary(prompt):
-            self.schedule_summary(conversation)
+        if needs_summary(prompt, settings):
+            self.background.schedule_summary(conversation, settings)
         return Reply(completion.text, stored_id=answer.id)
 
     async def _answer(
-        self, conversation: Conversation, stored: StoredMessage
+        self, conversation: Conversation, stored: StoredMessage, settings: Settings
     ) -> tuple[Prompt, Completion]:
-        budget = self.budget()
+        budget = self.budget(settings)
         # One deadline for the answer, whatever retries it takes.
-        deadline = time.monotonic() + self.config.llm.reply_deadline_seconds
+        deadline = time.monotonic() + settings.reply_deadline_seconds
         for attempt in range(2):
             prompt = await self.assembler.build(
+                settings=settings,
                 conversation_key=conversation.key,
                 channel_key=conversation.channel_key,
                 through_id=stored.id,
@@ -315,7 +289,7 @@ class Engine:
             )
             try:
                 completion = await self.chat.complete(
-                    prompt.messages, max_tokens=self.config.llm.max_reply_tokens, deadline=deadline
+                    prompt.messages, max_tokens=settings.max_reply_tokens, deadline=deadline
                 )
             except LLMError as exc:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
@@ -342,7 +316,7 @@ class Engine:
             importance=score(text) if found.role is Role.USER else None,
         )
         if edited:  # the index followed in the same statement; the vector is made anew
-            self._embed(found._replace(content=text))
+            self._embed(conversation, found._replace(content=text))
         return edited
 
     async def mark_important(self, conversation: Conversation, message_id: str, on: bool) -> bool:
@@ -384,7 +358,7 @@ class Engine:
             )
         except Duplicate:
             return False
-        self._embed(copied)
+        self._embed(into, copied)
         return True
 
     async def rename_author(
@@ -417,67 +391,28 @@ class Engine:
             conversation_key=conversation.key, message_id=message_id
         )
 
-    # -- summaries -----------------------------------------------------------------------
+    # -- background work ---------------------------------------------------------------
 
-    def needs_summary(self, prompt: Prompt) -> bool:
+    def needs_summary(self, prompt: Prompt, settings: Settings) -> bool:
         """Whether a compaction should follow this prompt (scheduled after the reply)."""
-        if not self.assembler.uses_summary:
-            return False
-        threshold = self.config.memory.summary_threshold
-        return prompt.turns_left_out or prompt.fill_without_recall > threshold
+        return needs_summary(prompt, settings)
 
     def schedule_summary(self, conversation: Conversation) -> None:
         """Compact in the background: replies never wait for a summary."""
-        key = conversation.key
-        if key in self._summary_tasks or time.monotonic() < self._summary_retry_at.get(key, 0):
-            return
-        task = asyncio.create_task(self._background_summary(conversation), name=f"summary {key}")
-        self._summary_tasks[key] = task
-        task.add_done_callback(lambda _: self._summary_tasks.pop(key, None))
-
-    async def _background_summary(self, conversation: Conversation) -> None:
-        try:
-            await self.summarize(conversation)
-        except LLMError as exc:
-            delay = self.config.memory.summary_retry_seconds
-            self._summary_retry_at[conversation.key] = time.monotonic() + delay
-            log.warning(
-                "summary of %s failed (%s); history kept, retrying after %.0f s",
-                conversation.key,
-                exc,
-                delay,
-            )
-        except StorageError:
-            self.observer.error(kind="summary")  # the store logged the cause
-        except Exception:
-            self.observer.error(kind="summary")
-            log.exception("summary of %s failed", conversation.key)
+        self.background.schedule_summary(conversation, self.settings_for(conversation))
 
     async def summarize(self, conversation: Conversation) -> Summary | None:
         """Compact now (one compaction per conversation at a time)."""
-        async with self._summary_locks(conversation.key):
-            awaiting = self._awaiting.get(conversation.key)
-            summary = await self.summarizer.compact(
-                conversation, budget=self.budget(), before_turn=min(awaiting) if awaiting else None
-            )
-        if summary is not None:
-            self.observer.summary_made()
-            self._summary_retry_at.pop(conversation.key, None)
-            log.info(
-                "summarized %s: %s through turn %d (%s)",
-                conversation.key,
-                counted(summary.message_count, "message"),
-                summary.covers_through_turn,
-                "rebuilt" if summary.rebuilt else "incremental",
-            )
-        return summary
+        return await self.background.summarize(conversation, self.settings_for(conversation))
+
+    def _oldest_awaiting(self, conversation_key: str) -> int | None:
+        awaiting = self._awaiting.get(conversation_key)
+        return min(awaiting) if awaiting else None
 
     async def drain(self, *, within: float | None = None) -> None:
-        """Wait up to ``within`` seconds for background summaries (``bot chat`` at end of
-        input)."""
-        tasks = [*self._summary_tasks.values(), *self._embedding]
-        if tasks:
-            await asyncio.wait(tasks, timeout=within)
+        """Wait up to ``within`` seconds for background summaries and embeddings (``bot
+        chat`` at end of input)."""
+        await self.background.drain(within=within)
 
     async def aclose(self, *, grace: float = 10.0) -> None:
         """Give replies in flight, then background summaries, ``grace`` seconds each, then
@@ -492,13 +427,7 @@ class Engine:
             if pending:
                 log.warning("abandoned %s at shutdown", counted(len(pending), "reply", "replies"))
                 await asyncio.wait(pending)
-        tasks = [*self._summary_tasks.values(), *self._embedding]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
+        await self.background.aclose(grace=grace)
 
     # -- views ----------------------------------------------------------------------------
 
@@ -506,17 +435,19 @@ class Engine:
         self, conversation: Conversation, *, speaker: Speaker | None = None
     ) -> Preview:
         """The next prompt, as it would be if ``speaker`` wrote the next message."""
+        settings = self.settings_for(conversation)
         through = await self.store.last_message_id(conversation_key=conversation.key)
         prompt = await self.assembler.build(
+            settings=settings,
             conversation_key=conversation.key,
             channel_key=conversation.channel_key,
             through_id=through,
             current_id=None,
-            budget=self.budget(),
+            budget=self.budget(settings),
             speaker=speaker,
         )
         stored = await self.store.count_messages(conversation_key=conversation.key)
-        return Preview(prompt=prompt, stored_messages=stored)
+        return Preview(prompt=prompt, stored_messages=stored, settings=settings)
 
     async def reset(self, conversation: Conversation, *, include_pins: bool) -> int:
         """Forget the conversation (and its channel's pins). Profiles are left alone: they

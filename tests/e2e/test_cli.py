@@ -13,7 +13,7 @@ import yaml
 from bot import __version__
 from bot.core.memory.tokens import ChatTokenizer
 from bot.core.models import Pin
-from bot.core.prompt.assembler import render_pins
+from bot.core.prompt.layout import render_pins
 from tests.conftest import config_dict
 from tests.support.fake_llm import FakeLLM, Reply
 

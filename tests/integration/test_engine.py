@@ -215,7 +215,7 @@ async def test_local_model_budget_is_calibrated_from_reported_usage(
             await app.engine.handle_message(said(f"message {i} " + "words " * 8))
         calibration = app.engine.calibrator.get("llama3.1:8b")
         assert calibration is not None and 1.45 < calibration.ratio < 1.6
-        assert app.engine.budget() < 600 / 1.45
+        assert app.engine.budget(app.engine.settings_for(GENERAL)) < 600 / 1.45
     # After the first reply, what the server counts stays within the budget.
     for body in chat_bodies(llm)[1:]:
         reported = round(count_prompt_tokens("llama3.1:8b", body["messages"]) * 1.5)
@@ -329,7 +329,7 @@ async def test_messages_arriving_during_a_summary_are_kept(
     async with open_app(config) as app:
         for i in range(12):
             await app.engine.handle_message(said(f"before {i} " + "pad " * 10))
-        assert app.engine._summary_tasks  # a summary is running
+        assert app.engine.background.summarizing(GENERAL)  # a summary is running
         started = asyncio.get_running_loop().time()
         replies = await asyncio.gather(
             *(app.engine.handle_message(said(f"during {i}", who="Bo")) for i in range(5))

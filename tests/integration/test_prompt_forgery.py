@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Role, render_content
-from bot.core.prompt.assembler import PINS_HEADING, SUMMARY_HEADING
+from bot.core.prompt.layout import PINS_HEADING, SUMMARY_HEADING
 from bot.wiring import open_app
 from tests.conftest import ConfigFactory, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM

@@ -66,7 +66,8 @@ from bot.core.models import (
     Role,
     Summary,
 )
-from bot.core.prompt.assembler import IMPORTANT_LOOKBACK, SUMMARY_HEADING, Speaker
+from bot.core.prompt.assembler import IMPORTANT_LOOKBACK, Speaker
+from bot.core.prompt.layout import SUMMARY_HEADING, fit_profile, head_text, profile_cap
 from bot.wiring import App, open_app
 from tests.conftest import BASE_CONFIG, config_dict, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM, Item, count_prompt_tokens, encoding_for
@@ -587,11 +588,13 @@ async def heads(world: World, conversation: Conversation, speaker: Speaker) -> l
     engine, store = world.app.engine, world.app.store
     pins = await store.pins(channel_key=channel_of(conversation))
     summaries: list[Summary | None] = [None]
-    if engine.assembler.uses_summary:
+    settings = engine.settings_for(conversation)
+    if settings.uses_summary:
         summaries = [await store.latest_summary(conversation_key=conversation.key)]
     facts = await store.profile_facts(person=speaker.person)
-    profile, _ = engine.assembler.fit_profile(speaker.name, facts, engine.budget())
-    return [engine.assembler.head_text(pins, summary, profile) for summary in summaries]
+    cap = profile_cap(settings, engine.budget(settings))
+    profile, _ = fit_profile(engine.tokenizer.count, speaker.name, facts, cap)
+    return [head_text(settings.system_prompt, pins, summary, profile) for summary in summaries]
 
 
 async def say(world: World, action: Say) -> tuple[Turn, Reply | None, list[str]]:
@@ -705,7 +708,7 @@ async def summarize(world: World, action: Summarize) -> None:
     reply = await run_command(
         world.app.engine, CommandCall(conversation, "summarize", "", "u1", "Ana")
     )
-    if world.app.engine.assembler.uses_summary:
+    if world.app.engine.settings_for(conversation).uses_summary:
         # The summary model may write too long a summary (many FACT lines): refused, kept out.
         assert reply.kind is ReplyKind.INFO or "summary model failed" in reply.text, reply
     else:

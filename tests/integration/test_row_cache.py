@@ -31,12 +31,14 @@ def last_prompt(llm: FakeLLM) -> list[str]:
 
 async def build_through(app: App, through_id: int) -> Prompt:
     """The prompt that answering message ``through_id`` builds."""
+    settings = app.engine.settings_for(GENERAL)
     return await app.engine.assembler.build(
+        settings=settings,
         conversation_key=GENERAL.key,
         channel_key=GENERAL.channel_key,
         through_id=through_id,
         current_id=through_id,
-        budget=app.engine.budget(),
+        budget=app.engine.budget(settings),
     )
 
 

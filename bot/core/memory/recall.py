@@ -25,13 +25,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.config import MemoryConfig
 from bot.core.memory.terms import match_expression, query_terms
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
 from bot.core.ports.llm import Embedder, LLMError
 from bot.core.ports.store import Store
 from bot.core.progress import logged
+from bot.core.settings import RecallSettings
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +96,10 @@ class Recaller:
         *,
         store: Store,
         count: Callable[[str], int],
-        memory: MemoryConfig,
         embedder: Embedder | None = None,
     ) -> None:
         self._store = store
         self._count = count
-        self._memory = memory
         self.embedder = embedder
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
         # What a message's line takes beyond its stored count (date, author, newline): the
@@ -117,17 +115,23 @@ class Recaller:
         self._common: set[str] = set()
         self._searches = 0
 
-    @property
-    def enabled(self) -> bool:
-        return self._memory.recall_tokens > 0
+    def uses_vectors(self, settings: RecallSettings) -> bool:
+        """Whether recall under ``settings`` searches by meaning (and so wants vectors)."""
+        return self.embedder is not None and settings.enabled and settings.embeddings
 
     async def search(
-        self, *, conversation_key: str, query: StoredMessage, before_id: int, pins: Sequence[Pin]
+        self,
+        *,
+        conversation_key: str,
+        query: StoredMessage,
+        before_id: int,
+        pins: Sequence[Pin],
+        settings: RecallSettings,
     ) -> list[StoredMessage]:
         """Candidates before ``before_id``, best first."""
         scores: dict[int, float] = {}
         keyword = await self._keyword_hits(conversation_key, query.content, before_id)
-        vector = await self._vector_ids(conversation_key, query, before_id)
+        vector = await self._vector_ids(conversation_key, query, before_id, settings)
         for ids in ([m.id for m in keyword], vector):
             for rank, message_id in enumerate(ids, 1):
                 scores[message_id] = scores.get(message_id, 0.0) + 1.0 / (_RRF_K + rank)
@@ -151,14 +155,16 @@ class Recaller:
             ranked.append(message)
         return ranked
 
-    def fit(self, ranked: Sequence[StoredMessage], allowance: int) -> Recalled:
+    def fit(
+        self, ranked: Sequence[StoredMessage], allowance: int, *, settings: RecallSettings
+    ) -> Recalled:
         """The best of ``ranked`` that fit in ``allowance`` tokens, as the prompt shows them."""
         chosen: list[StoredMessage] = []
         used = self._heading_tokens
         if allowance <= used:
             return NOTHING
         for message in ranked:
-            if len(chosen) >= self._memory.recall_messages:
+            if len(chosen) >= settings.messages:
                 break
             cost = self._line_cost(message)
             if used + cost <= allowance + _ESTIMATE_SLACK:
@@ -210,9 +216,9 @@ class Recaller:
         return [message for message, score in hits if score >= MIN_KEYWORD_SCORE]
 
     async def _vector_ids(
-        self, conversation_key: str, query: StoredMessage, before_id: int
+        self, conversation_key: str, query: StoredMessage, before_id: int, settings: RecallSettings
     ) -> list[int]:
-        if self.embedder is None or not self._memory.recall_embeddings:
+        if self.embedder is None or not settings.embeddings:
             return []
         model = self.embedder.model
         stored = await self._store.vector(message_id=query.id, model=model)
@@ -231,10 +237,10 @@ class Recaller:
             conversation_key=conversation_key,
             before_id=before_id,
             model=model,
-            limit=self._memory.recall_vector_limit,
+            limit=settings.vector_limit,
         )
         similar: list[tuple[float, int]] = []
-        floor = self._memory.recall_min_similarity
+        floor = settings.min_similarity
         for message_id, blob in rows:
             vector = array("f")
             vector.frombytes(blob)

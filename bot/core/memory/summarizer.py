@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.config import MemoryConfig, Strategy
+from bot.config import Strategy
 from bot.core.memory.importance import covered, key_terms
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 from bot.core.models import (
@@ -42,6 +42,7 @@ from bot.core.models import (
 )
 from bot.core.ports.llm import ChatModel, Failure, LLMError
 from bot.core.ports.store import NewSummary, Store
+from bot.core.settings import Settings
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,16 @@ _SECTIONS = re.compile(
 class _Fold:
     rows: list[StoredMessage]
     through_turn: int
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """The sizes one compaction works within."""
+
+    summary: int
+    """The most tokens the summary may take."""
+    input_tokens: int
+    """The most tokens of messages one call to the summary model reads."""
 
 
 @dataclass
@@ -160,23 +171,25 @@ class Summarizer:
         store: Store,
         model: ChatModel,
         tokenizer: ChatTokenizer,
-        memory: MemoryConfig,
-        max_tokens: int,
     ) -> None:
         self._store = store
         self._model = model
         self._tokenizer = tokenizer
-        self._memory = memory
-        self._max_tokens = max_tokens
 
     @property
     def model(self) -> str:
         return self._model.model
 
     async def compact(
-        self, conversation: Conversation, *, budget: int, before_turn: int | None = None
+        self,
+        conversation: Conversation,
+        *,
+        settings: Settings,
+        budget: int,
+        before_turn: int | None = None,
     ) -> Summary | None:
-        """Fold the oldest turns that should leave the window; None if nothing to fold.
+        """Fold the oldest turns that should leave the window under ``settings``; None if
+        nothing to fold.
 
         Turns from ``before_turn`` on are never folded: their messages still await an answer.
 
@@ -185,20 +198,20 @@ class Summarizer:
         key = conversation.key
         generation = await self._store.generation(conversation_key=key)
         previous = await self._store.latest_summary(conversation_key=key)
-        fold = await self._select(key, previous, budget, before_turn)
+        fold = await self._select(key, previous, settings, budget, before_turn)
         if fold is None:
             return None
-        summary_tokens = min(self._max_tokens, max(64, int(budget * SUMMARY_SHARE)))
+        options = settings.summary
+        summary_tokens = min(options.max_tokens, max(64, int(budget * SUMMARY_SHARE)))
+        limits = _Limits(summary_tokens, options.max_input_tokens)
         compactions = (previous.compactions if previous else 0) + 1
-        every = self._memory.summary_rebuild_every
+        every = options.rebuild_every
         rebuild = previous is not None and every > 0 and compactions % every == 0
         if rebuild:
-            written, folded_count, first_id = await self._rebuild(
-                key, fold.through_turn, summary_tokens
-            )
+            written, folded_count, first_id = await self._rebuild(key, fold.through_turn, limits)
         else:
             written = await self._summarize(
-                key, previous.content if previous else None, fold.rows, summary_tokens
+                key, previous.content if previous else None, fold.rows, limits
             )
             folded_count = (previous.message_count if previous else 0) + len(fold.rows)
             first_id = previous.first_message_id if previous else fold.rows[0].id
@@ -257,14 +270,19 @@ class Summarizer:
             taken[author_id] = taken.get(author_id, 0) + 1
 
     async def _select(
-        self, key: str, previous: Summary | None, budget: int, before_turn: int | None
+        self,
+        key: str,
+        previous: Summary | None,
+        settings: Settings,
+        budget: int,
+        before_turn: int | None,
     ) -> _Fold | None:
         after = previous.covers_through_turn if previous else 0
         rows = await self._store.messages_after_turn(
             conversation_key=key, after_turn=after, limit=_FETCH
         )
         turns = _group_turns(rows)
-        keep = self._memory.keep_recent_turns
+        keep = settings.keep_recent_turns
         if len(turns) <= keep:
             return None
         foldable = [
@@ -272,8 +290,8 @@ class Summarizer:
         ]
         if not foldable:
             return None
-        if self._memory.strategy is Strategy.HYBRID:
-            target = int(budget * self._memory.summary_target)
+        if settings.strategy is Strategy.HYBRID:
+            target = int(budget * settings.summary.target)
             remaining = sum(_cost(turn) for turn in turns)
             chosen: list[list[StoredMessage]] = []
             for turn in foldable:
@@ -283,7 +301,7 @@ class Summarizer:
                 remaining -= _cost(turn)
             foldable = chosen
         # One call's worth of input at most; the rest is folded on the next compaction.
-        limit = self._memory.summary_max_input_tokens
+        limit = settings.summary.max_input_tokens
         selected: list[list[StoredMessage]] = []
         used = 0
         for turn in foldable:
@@ -296,7 +314,7 @@ class Summarizer:
         return _Fold(rows=rows_out, through_turn=selected[-1][0].turn_id)
 
     async def _rebuild(
-        self, key: str, through_turn: int, summary_tokens: int
+        self, key: str, through_turn: int, limits: _Limits
     ) -> tuple[_Written, int, int]:
         """Summarize every message the summary covers from scratch, chunk by chunk."""
         content: str | None = None
@@ -306,7 +324,7 @@ class Summarizer:
         after_id = 0
         chunk: list[StoredMessage] = []
         used = 0
-        input_limit = self._memory.summary_max_input_tokens
+        input_limit = limits.input_tokens
         while True:
             rows = await self._store.messages_through_turn(
                 conversation_key=key, through_turn=through_turn, after_id=after_id, limit=_FETCH
@@ -315,7 +333,7 @@ class Summarizer:
                 first_id = first_id or row.id
                 cost = min(row.tokens + MESSAGE_OVERHEAD, input_limit)
                 if chunk and used + cost > input_limit:
-                    written = await self._summarize(key, content, chunk, summary_tokens)
+                    written = await self._summarize(key, content, chunk, limits)
                     content = written.content
                     proposals.extend(written.proposals)
                     chunk, used = [], 0
@@ -326,7 +344,7 @@ class Summarizer:
                 break
             after_id = rows[-1].id
         if chunk or content is None:
-            written = await self._summarize(key, content, chunk, summary_tokens)
+            written = await self._summarize(key, content, chunk, limits)
             content = written.content
             proposals.extend(written.proposals)
         return _Written(content, proposals), count, first_id
@@ -336,10 +354,10 @@ class Summarizer:
         key: str,
         previous: str | None,
         rows: Sequence[StoredMessage],
-        summary_tokens: int,
+        limits: _Limits,
     ) -> _Written:
-        """One call to the summary model; its answer may take at most ``summary_tokens``."""
-        input_limit = self._memory.summary_max_input_tokens
+        """One call to the summary model; its answer may take at most ``limits.summary``."""
+        summary_tokens, input_limit = limits.summary, limits.input_tokens
         lines = [_line(row, input_limit) for row in rows]
         important = [row for row in rows if row.important]
         shown = indent_headings(previous, _SECTIONS) if previous else "(none)"
@@ -367,7 +385,7 @@ class Summarizer:
             raise LLMError(
                 Failure.BAD_RESPONSE, f"summary of {tokens} tokens exceeds its {summary_tokens}"
             )
-        text = self._keep_verbatim(text, previous, important, summary_tokens)
+        text = self._keep_verbatim(text, previous, important, limits)
         return _Written(text, _authors(named, rows))
 
     def _keep_verbatim(
@@ -375,15 +393,15 @@ class Summarizer:
         text: str,
         previous: str | None,
         important: Sequence[StoredMessage],
-        summary_tokens: int,
+        limits: _Limits,
     ) -> str:
         """Append what the summary lost of the important messages (and of what earlier
         summaries kept verbatim), as long as the summary stays within its cap."""
-        limit = int(summary_tokens * _OVERSHOOT)
+        limit = int(limits.summary * _OVERSHOOT)
         missing = [line for line in _kept_lines(previous or "") if not covered(_said(line), text)]
         for row in important:
             if not covered(row.content, text):
-                missing.append("- " + _line(row, self._memory.summary_max_input_tokens))
+                missing.append("- " + _line(row, limits.input_tokens))
         left_out = 0
         for line in dict.fromkeys(missing):
             if line in text:

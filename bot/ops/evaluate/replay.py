@@ -120,16 +120,18 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
             message_id=f"probe{number}",
         )
     )
+    settings = engine.settings_for(CHANNEL)
     try:
         prompt = await engine.assembler.build(
+            settings=settings,
             conversation_key=CHANNEL.key,
             channel_key=CHANNEL.channel_key,
             through_id=stored.id,
             current_id=stored.id,
-            budget=engine.budget(),
+            budget=engine.budget(settings),
         )
         completion = await engine.chat.complete(
-            prompt.messages, max_tokens=engine.config.llm.max_reply_tokens
+            prompt.messages, max_tokens=settings.max_reply_tokens
         )
     finally:
         await engine.delete_message(CHANNEL, f"probe{number}")

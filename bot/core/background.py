@@ -1,0 +1,168 @@
+"""Work that follows a turn without holding up its reply: summaries and embeddings.
+
+Summaries run one per conversation at a time, after the reply that found the prompt too full;
+a failed one is retried after ``summary.retry_seconds``. Stored messages are embedded for
+recall by meaning as they come (and those stored before embeddings were on, on request). At
+shutdown the tasks still running get a grace period, then are cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from bot.core.locks import Locks
+from bot.core.memory.recall import Recaller
+from bot.core.memory.summarizer import Summarizer
+from bot.core.models import Conversation, StoredMessage, Summary
+from bot.core.observe import Observer
+from bot.core.ports.llm import LLMError
+from bot.core.ports.store import StorageError
+from bot.core.prompt.layout import Prompt
+from bot.core.settings import Settings
+from bot.core.wording import counted
+
+log = logging.getLogger(__name__)
+
+
+def needs_summary(prompt: Prompt, settings: Settings) -> bool:
+    """Whether a compaction should follow this prompt (scheduled after the reply)."""
+    if not settings.uses_summary:
+        return False
+    return prompt.turns_left_out or prompt.fill_without_recall > settings.summary.threshold
+
+
+class Background:
+    """The background tasks of one engine."""
+
+    def __init__(
+        self,
+        *,
+        summarizer: Summarizer,
+        recaller: Recaller,
+        observer: Observer,
+        budget: Callable[[Settings], int],
+        oldest_awaiting: Callable[[str], int | None],
+    ) -> None:
+        """``budget`` gives the calibrated budget under some settings; ``oldest_awaiting``,
+        the oldest stored message of a conversation still waiting for its answer (a summary
+        must not fold it, or the prompt built for it would miss it)."""
+        self._summarizer = summarizer
+        self._recaller = recaller
+        self._observer = observer
+        self._budget = budget
+        self._oldest_awaiting = oldest_awaiting
+        self._summary_locks = Locks()
+        self._summary_tasks: dict[str, asyncio.Task[None]] = {}
+        self._summary_retry_at: dict[str, float] = {}
+        self._embedding: set[asyncio.Task[None]] = set()
+
+    def summarizing(self, conversation: Conversation) -> bool:
+        """Whether a background summary of the conversation is running."""
+        return conversation.key in self._summary_tasks
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def schedule_summary(self, conversation: Conversation, settings: Settings) -> None:
+        """Compact in the background: replies never wait for a summary."""
+        key = conversation.key
+        if key in self._summary_tasks or time.monotonic() < self._summary_retry_at.get(key, 0):
+            return
+        task = asyncio.create_task(
+            self._background_summary(conversation, settings), name=f"summary {key}"
+        )
+        self._summary_tasks[key] = task
+        task.add_done_callback(lambda _: self._summary_tasks.pop(key, None))
+
+    async def _background_summary(self, conversation: Conversation, settings: Settings) -> None:
+        try:
+            await self.summarize(conversation, settings)
+        except LLMError as exc:
+            delay = settings.summary.retry_seconds
+            self._summary_retry_at[conversation.key] = time.monotonic() + delay
+            log.warning(
+                "summary of %s failed (%s); history kept, retrying after %.0f s",
+                conversation.key,
+                exc,
+                delay,
+            )
+        except StorageError:
+            self._observer.error(kind="summary")  # the store logged the cause
+        except Exception:
+            self._observer.error(kind="summary")
+            log.exception("summary of %s failed", conversation.key)
+
+    async def summarize(self, conversation: Conversation, settings: Settings) -> Summary | None:
+        """Compact now (one compaction per conversation at a time)."""
+        async with self._summary_locks(conversation.key):
+            summary = await self._summarizer.compact(
+                conversation,
+                settings=settings,
+                budget=self._budget(settings),
+                before_turn=self._oldest_awaiting(conversation.key),
+            )
+        if summary is not None:
+            self._observer.summary_made()
+            self._summary_retry_at.pop(conversation.key, None)
+            log.info(
+                "summarized %s: %s through turn %d (%s)",
+                conversation.key,
+                counted(summary.message_count, "message"),
+                summary.covers_through_turn,
+                "rebuilt" if summary.rebuilt else "incremental",
+            )
+        return summary
+
+    # -- embeddings ----------------------------------------------------------------------
+
+    def embed(self, stored: StoredMessage, settings: Settings) -> None:
+        """Embed a stored message in the background, when recall by meaning is on."""
+        if not self._recaller.uses_vectors(settings.recall):
+            return
+        task = asyncio.create_task(self._embed_now(stored), name=f"embed {stored.id}")
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_now(self, stored: StoredMessage) -> None:
+        try:
+            await self._recaller.embed_message(stored)
+        except Exception:
+            log.exception("embedding message %d failed", stored.id)
+
+    def backfill_embeddings(self, *, before_id: int) -> None:
+        """Embed the messages stored before ``before_id`` without a vector, in the
+        background."""
+        task = asyncio.create_task(
+            self._embed_stored(before_id=before_id), name="embed stored messages"
+        )
+        self._embedding.add(task)
+        task.add_done_callback(self._embedding.discard)
+
+    async def _embed_stored(self, *, before_id: int) -> None:
+        try:
+            await self._recaller.backfill(before_id=before_id)
+        except Exception:
+            log.exception("embedding stored messages failed")
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    def _tasks(self) -> list[asyncio.Task[None]]:
+        return [*self._summary_tasks.values(), *self._embedding]
+
+    async def drain(self, *, within: float | None = None) -> None:
+        """Wait up to ``within`` seconds for the background tasks."""
+        tasks = self._tasks()
+        if tasks:
+            await asyncio.wait(tasks, timeout=within)
+
+    async def aclose(self, *, grace: float) -> None:
+        """Give the background tasks ``grace`` seconds, then cancel them."""
+        tasks = self._tasks()
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)

@@ -1,0 +1,126 @@
+"""The settings one conversation's turns and commands use, resolved per conversation.
+
+Everything a turn reads from the memory and model sections of the config (the system prompt,
+the strategy, the budget, recall and summary options) is one frozen :class:`Settings` value,
+asked for at the start of each turn or command and passed down with it; no part of the core
+keeps these in a constructor. :class:`SettingsSource` is the one place that decides them: today
+every conversation gets the config's defaults; per-channel overrides belong in
+:meth:`SettingsSource.for_conversation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config import Config, Strategy
+from bot.core.models import Conversation
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """Recall of earlier messages (:mod:`.memory.recall`)."""
+
+    tokens: int
+    """The most tokens recall may take in a prompt (0: no recall)."""
+    messages: int
+    """The most messages recall shows."""
+    embeddings: bool
+    """Also search by meaning (when an embedding model is wired)."""
+    vector_limit: int
+    """How many of the newest stored vectors a search by meaning compares."""
+    min_similarity: float
+
+    @property
+    def enabled(self) -> bool:
+        return self.tokens > 0
+
+
+@dataclass(frozen=True)
+class SummarySettings:
+    """Rolling summaries (:mod:`.memory.summarizer`)."""
+
+    threshold: float
+    """The share of the budget past which a compaction follows the reply."""
+    target: float
+    """The share of the budget a hybrid compaction folds down to."""
+    rebuild_every: int
+    """Every this many compactions the summary is rebuilt from the raw messages (0: never)."""
+    max_input_tokens: int
+    max_tokens: int
+    """The most tokens the summary model may write."""
+    retry_seconds: float
+    """How long after a failed compaction the next is tried."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one conversation's turns and commands are built with."""
+
+    system_prompt: str
+    strategy: Strategy
+    max_context_tokens: int
+    """The budget before calibration."""
+    max_reply_tokens: int
+    reply_deadline_seconds: float
+    window_turns: int
+    """The most turns a prompt holds under the window strategy."""
+    keep_recent_turns: int
+    """The newest turns never folded into a summary nor given up for important ones."""
+    profile_tokens: int
+    """The most tokens the speaker's profile may take (0: profiles off)."""
+    recall: RecallSettings
+    summary: SummarySettings
+
+    @classmethod
+    def from_config(cls, config: Config) -> Settings:
+        memory, llm = config.memory, config.llm
+        return cls(
+            system_prompt=config.system_prompt,
+            strategy=memory.strategy,
+            max_context_tokens=memory.max_context_tokens,
+            max_reply_tokens=llm.max_reply_tokens,
+            reply_deadline_seconds=llm.reply_deadline_seconds,
+            window_turns=memory.window_turns,
+            keep_recent_turns=memory.keep_recent_turns,
+            profile_tokens=memory.profile_tokens,
+            recall=RecallSettings(
+                tokens=memory.recall_tokens,
+                messages=memory.recall_messages,
+                embeddings=memory.recall_embeddings,
+                vector_limit=memory.recall_vector_limit,
+                min_similarity=memory.recall_min_similarity,
+            ),
+            summary=SummarySettings(
+                threshold=memory.summary_threshold,
+                target=memory.summary_target,
+                rebuild_every=memory.summary_rebuild_every,
+                max_input_tokens=memory.summary_max_input_tokens,
+                max_tokens=llm.summary_max_tokens,
+                retry_seconds=memory.summary_retry_seconds,
+            ),
+        )
+
+    @property
+    def uses_summary(self) -> bool:
+        return self.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
+
+    @property
+    def max_turns(self) -> int | None:
+        """The most turns a prompt holds (None: as many as fit)."""
+        return self.window_turns if self.strategy is Strategy.WINDOW else None
+
+
+class SettingsSource:
+    """Decides the settings of each conversation."""
+
+    def __init__(self, defaults: Settings) -> None:
+        self._defaults = defaults
+
+    @classmethod
+    def from_config(cls, config: Config) -> SettingsSource:
+        return cls(Settings.from_config(config))
+
+    def for_conversation(self, conversation: Conversation) -> Settings:
+        """The settings for ``conversation``: the config's defaults (overrides per channel
+        are to be looked up here)."""
+        return self._defaults

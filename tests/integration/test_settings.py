@@ -1,0 +1,87 @@
+"""Settings resolved per conversation: the same stored conversation, built with other settings,
+gives the prompt those settings describe; the engine asks for a conversation's settings at the
+start of each turn. Real SQLite, the real openai SDK, the local model server."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot.config import Strategy
+from bot.core.memory.tokens import MESSAGE_OVERHEAD
+from bot.core.models import Conversation, IncomingMessage, Person
+from bot.core.prompt.assembler import Speaker
+from bot.core.prompt.layout import Prompt
+from bot.core.settings import Settings, SettingsSource
+from bot.wiring import App
+from tests.conftest import is_summary_request
+from tests.support.fake_llm import FakeLLM
+
+GENERAL = Conversation.console("general")
+RANDOM = Conversation.console("random")
+PIRATE = "You are a pirate. Answer in pirate speak."
+
+
+def said(text: str, where: Conversation = GENERAL, addressed: bool = True) -> IncomingMessage:
+    return IncomingMessage(where, "ana", "Ana", text, addressed=addressed)
+
+
+async def build(app: App, settings: Settings, through_id: int) -> Prompt:
+    return await app.engine.assembler.build(
+        settings=settings,
+        conversation_key=GENERAL.key,
+        channel_key=GENERAL.channel_key,
+        through_id=through_id,
+        current_id=through_id,
+        budget=app.engine.budget(settings),
+        speaker=Speaker(Person.of(GENERAL, "ana"), "Ana"),
+    )
+
+
+async def test_one_stored_conversation_built_with_two_settings_gives_two_prompts(
+    app: App,
+) -> None:
+    for i in range(6):
+        await app.engine.handle_message(said(f"message number {i}"))
+    last = await app.engine.record(said("and the last one"), embed=False)
+    defaults = app.engine.settings_for(GENERAL)
+    pirate = replace(defaults, system_prompt=PIRATE, strategy=Strategy.WINDOW, window_turns=2)
+
+    usual = await build(app, defaults, last.id)
+    other = await build(app, pirate, last.id)
+
+    assert usual.messages[0]["content"].startswith("You are a test assistant.")
+    assert other.messages[0]["content"].startswith(PIRATE)
+    assert PIRATE not in usual.messages[0]["content"]
+    # The system prompt is counted in each prompt, as each has it.
+    count = app.engine.tokenizer.count
+    assert usual.breakdown["system"] == count("You are a test assistant.") + MESSAGE_OVERHEAD
+    assert other.breakdown["system"] == count(PIRATE) + MESSAGE_OVERHEAD
+    # The defaults hold the whole conversation; the window strategy its newest two turns.
+    assert usual.window[0].content == "message number 0"
+    assert len(usual.window) == 13 and not usual.turns_left_out
+    newest = [m.content for m in usual.window][-3:]
+    assert newest[0] == "message number 5" and newest[-1] == "and the last one"
+    assert [m.content for m in other.window] == newest
+    assert other.turns_left_out
+    assert other.messages[-1]["content"].endswith("and the last one")
+
+
+class _PerChannel(SettingsSource):
+    """Another system prompt in #random, the defaults elsewhere."""
+
+    def for_conversation(self, conversation: Conversation) -> Settings:
+        settings = super().for_conversation(conversation)
+        if conversation.channel_key == RANDOM.channel_key:
+            return replace(settings, system_prompt=PIRATE)
+        return settings
+
+
+async def test_each_turn_is_built_with_its_conversations_settings(app: App, llm: FakeLLM) -> None:
+    app.engine.settings = _PerChannel(app.engine.settings_for(GENERAL))
+    await app.engine.handle_message(said("hello general"))
+    await app.engine.handle_message(said("hello random", where=RANDOM))
+    await app.engine.handle_message(said("hello again"))
+    systems = [
+        body["messages"][0]["content"] for body in llm.chat_requests if not is_summary_request(body)
+    ]
+    assert [text.startswith(PIRATE) for text in systems] == [False, True, False]
