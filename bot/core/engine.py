@@ -42,7 +42,6 @@ STORAGE_NOTICE = (
 )
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
 _SHRINK_ON_OVERFLOW = 0.75
-_REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
 
 
 class _Locks:
@@ -134,11 +133,6 @@ class Engine:
 
     def budget(self) -> int:
         return self.calibrator.budget(self.chat.model, self.config.memory.max_context_tokens)
-
-    async def has_answered(self, conversation: Conversation) -> bool:
-        """Whether the bot has answered in the conversation (a thread it follows, say), as
-        memory has it: what an adapter asks after a restart, when its own records are gone."""
-        return await self.store.has_answered(conversation_key=conversation.key)
 
     async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
         """Store a message without answering it (``embed``: and embed it in the background,
@@ -406,11 +400,6 @@ class Engine:
             tokens=tokens,
         )
         return stored._replace(author_name=name, tokens=tokens)
-
-    async def first_request(self, request_id: str) -> bool:
-        """Whether a platform request (a slash command) is seen for the first time, by any
-        process on this database: a replayed one must not act twice."""
-        return await self.store.claim_request(request_id, keep_seconds=_REQUESTS_KEPT)
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
         return await self.store.delete_message(

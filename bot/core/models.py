@@ -88,6 +88,33 @@ class CommandCall:
     """Whether the caller may run admin commands such as ``/reset``."""
 
 
+@dataclass(frozen=True)
+class Edit:
+    """A person changed the text of a message they wrote."""
+
+    conversation: Conversation
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """A message was deleted on its platform."""
+
+    conversation: Conversation
+    message_id: str
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """A 📌 added (``on``) or removed on a message of a conversation's channel or one of its
+    threads (pins mark messages channel-wide: Slack's reaction events do not say which)."""
+
+    conversation: Conversation
+    message_id: str
+    on: bool
+
+
 class ReplyKind(StrEnum):
     ANSWER = "answer"
     INFO = "info"

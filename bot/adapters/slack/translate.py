@@ -3,9 +3,9 @@
 Conversations: ``slack:{team}:{channel}`` for a channel or DM, ``slack:{team}:{channel}:{ts}``
 for a thread, keyed by the thread's root ``ts``. A thread's root message belongs to its
 channel's conversation (it was said in the channel); replies (``thread_ts != ts``) belong to
-the thread's conversation, which shares the channel's pins and which the adapter starts with a
-copy of the root (so edits and deletions of a root apply to both). Slash commands always act on
-the channel: Slack does not run them inside threads.
+the thread's conversation, which shares the channel's pins and which the core's handler
+starts with a copy of the root (so edits and deletions of a root apply to both). Slash
+commands always act on the channel: Slack does not run them inside threads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core.models import CommandCall, Conversation, IncomingMessage
+from bot.core.models import CommandCall, Conversation, Deletion, Edit, IncomingMessage, Reaction
 
 PLATFORM = "slack"
 PIN_SHORTCUT = "pin_to_memory"
@@ -37,29 +37,6 @@ class Policy:
     bot_user_id: str
     answer_channels: Collection[str] = ()
     record_all: bool = True
-
-
-@dataclass(frozen=True)
-class Edit:
-    conversation: Conversation
-    message_id: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Deletion:
-    conversation: Conversation
-    message_id: str
-
-
-@dataclass(frozen=True)
-class Reaction:
-    """A 📌 added (``on``) or removed on a message of a channel (or of one of its threads:
-    Slack's reaction events do not say which)."""
-
-    conversation: Conversation
-    message_id: str
-    on: bool
 
 
 def conversation_for(
@@ -126,17 +103,6 @@ def message_event(body: Payload) -> Payload | None:
     if not isinstance(event, Mapping) or event.get("type") not in ("message", "app_mention"):
         return None
     return event
-
-
-def ordering_key(body: Payload) -> str:
-    """The conversation an event is about, as far as the raw event says (edits and deletions
-    name their message's thread inside it)."""
-    event = message_event(body) or {}
-    inner = event.get("message") or event.get("previous_message") or event
-    channel = str(event.get("channel", ""))
-    ts = inner.get("ts") or event.get("deleted_ts")
-    thread = inner.get("thread_ts")
-    return f"{_team(body)}:{channel}:{thread if thread and thread != ts else ''}"
 
 
 def is_user_message(event: Payload) -> bool:

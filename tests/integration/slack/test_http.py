@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from bot.adapters.slack.app import NAME_WAIT
+from bot.adapters.slack.names import NAME_WAIT
 from bot.adapters.slack.platform import EVENTS_PATH, SlackPlatform
 from bot.config import parse_config
 from bot.ops.doctor import run_checks
