@@ -195,7 +195,7 @@ async def chat(
                 try:
                     replies = await _take(handler, item)
                 except StorageError as exc:
-                    notice = engine.storage_notice(item.conversation, exc)
+                    notice = handler.storage_notice(item.conversation, exc)
                     replies = [notice] if notice is not None else []
             for reply in replies:
                 show(reply.text)

@@ -37,9 +37,6 @@ from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
 
-STORAGE_NOTICE = (
-    "I couldn't save that message: the bot's storage is failing; an operator has been told"
-)
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
 _SHRINK_ON_OVERFLOW = 0.75
 
@@ -121,8 +118,6 @@ class Engine:
         # Tasks answering a message right now, so that shutdown can finish or abandon them.
         self._replying: set[asyncio.Task[object]] = set()
         self._embedding: set[asyncio.Task[None]] = set()
-        # The storage incident each conversation was last told about.
-        self._told: dict[str, int] = {}
 
     # -- messages -------------------------------------------------------------------------
 
@@ -192,14 +187,6 @@ class Engine:
             await self.recaller.embed_message(stored)
         except Exception:
             log.exception("embedding message %d failed", stored.id)
-
-    def storage_notice(self, conversation: Conversation, error: StorageError) -> Reply | None:
-        """What to tell a conversation whose message could not be stored, for platforms that
-        do not deliver it again: once per conversation per spell of failing writes."""
-        if self._told.get(conversation.key) == error.incident:
-            return None
-        self._told[conversation.key] = error.incident
-        return Reply(STORAGE_NOTICE, kind=ReplyKind.ERROR)
 
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""

@@ -37,9 +37,10 @@ from bot.core.models import (
     IncomingMessage,
     Reaction,
     Reply,
+    ReplyKind,
 )
 from bot.core.ports.platform import Outbox
-from bot.core.ports.store import Duplicate
+from bot.core.ports.store import Duplicate, StorageError
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ REMEMBERED = 4096
 store again."""
 GRACE_SECONDS = 10.0
 """How long shutdown waits for work in flight (answers being made and sent)."""
+STORAGE_NOTICE = (
+    "I couldn't save that message: the bot's storage is failing; an operator has been told"
+)
 _REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
 
 
@@ -107,6 +111,8 @@ class Handler:
         self._answering: dict[str, asyncio.Future[None]] = {}
         """Per conversation: done when its latest accepted message has been answered."""
         self._work: set[asyncio.Task[Any]] = set()
+        self._told: dict[str, int] = {}
+        """The storage incident each conversation was last told about."""
 
     # -- order -----------------------------------------------------------------------------
 
@@ -214,6 +220,14 @@ class Handler:
             return
         channel = replace(conversation, thread=None)
         await self.engine.copy_message(conversation.thread, source=channel, into=conversation)
+
+    def storage_notice(self, conversation: Conversation, error: StorageError) -> Reply | None:
+        """What to tell a conversation whose message could not be stored, for platforms that
+        do not deliver it again: once per conversation per spell of failing writes."""
+        if self._told.get(conversation.key) == error.incident:
+            return None
+        self._told[conversation.key] = error.incident
+        return Reply(STORAGE_NOTICE, kind=ReplyKind.ERROR)
 
     # -- changes ---------------------------------------------------------------------------
 

@@ -142,7 +142,7 @@ class MemoryClient(discord.Client):
             await self.handler.handle(incoming, outbox)
         except StorageError as exc:
             # Discord never delivers a message again: the person is told it was not kept.
-            notice = self._engine.storage_notice(incoming.conversation, exc)
+            notice = self.handler.storage_notice(incoming.conversation, exc)
             if notice is not None:
                 await outbox.send(notice)
 

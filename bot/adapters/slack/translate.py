@@ -32,11 +32,10 @@ _MARKUP = re.compile(r"<([^<>\s]+(?:\|[^<>]*)?)>")
 
 @dataclass(frozen=True)
 class Policy:
-    """What the adapter answers and records, from the ``slack`` config section."""
+    """What the adapter takes as addressed to the bot, from the ``slack`` config section."""
 
     bot_user_id: str
     answer_channels: Collection[str] = ()
-    record_all: bool = True
 
 
 def conversation_for(
@@ -123,18 +122,14 @@ def _sent_at(ts: str | None) -> datetime:
 
 
 def to_incoming(
-    body: Payload,
-    *,
-    policy: Policy,
-    names: Mapping[str, str],
-    joined_threads: Collection[str] = (),
+    body: Payload, *, policy: Policy, names: Mapping[str, str]
 ) -> IncomingMessage | None:
     """A ``message`` event callback as the core sees it; None when it is not a person's new
-    message, or when it is neither addressed to the bot nor to be recorded.
+    message.
 
-    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's or in
-    one of ``joined_threads`` (conversation keys of threads the bot has answered in), any
-    message in a channel of ``policy.answer_channels``.
+    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's, any
+    message in a channel of ``policy.answer_channels`` (the core's handler adds the threads
+    the bot follows, and keeps to the record setting).
     """
     event = message_event(body)
     if event is None or not is_user_message(event):
@@ -145,17 +140,13 @@ def to_incoming(
     text = str(event.get("text") or "")
     bot = policy.bot_user_id
     conversation = conversation_for(_team(body), channel, ts, event.get("thread_ts"))
-    in_bots_thread = conversation.thread is not None and (
-        event.get("parent_user_id") == bot or conversation.key in joined_threads
-    )
+    in_bots_thread = conversation.thread is not None and event.get("parent_user_id") == bot
     addressed = (
         event.get("channel_type") == "im"
         or bot in mentions(text)
         or in_bots_thread
         or channel in policy.answer_channels
     )
-    if not addressed and not policy.record_all:
-        return None
     return IncomingMessage(
         conversation=conversation,
         author_id=user,
