@@ -1,7 +1,8 @@
 """The core: stores every message, builds each prompt, asks the model, keeps summaries going.
 
-Platform adapters hand it :class:`~bot.core.models.IncomingMessage` and
-:class:`~bot.core.models.CommandCall` values and get :class:`~bot.core.models.Reply` values back.
+The platform handler (:mod:`bot.core.handler`) hands it
+:class:`~bot.core.models.IncomingMessage` and :class:`~bot.core.models.CommandCall` values and
+gets :class:`~bot.core.models.Reply` values back.
 """
 
 from __future__ import annotations
@@ -213,8 +214,9 @@ class Engine:
         self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
         return Pending(message=message, stored=stored)
 
-    async def answer(self, pending: Pending, *, reply_id: str | None = None) -> Reply:
-        """Answer an accepted message (``reply_id``: as for ``IncomingMessage.reply_id``)."""
+    async def answer(self, pending: Pending) -> Reply:
+        """Answer an accepted message (the handler links the stored answer to the platform
+        message it is sent as, :meth:`attach_message_id`)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
@@ -222,7 +224,7 @@ class Engine:
             return await self._reply(
                 pending.message.conversation,
                 pending.stored,
-                reply_id=reply_id or pending.message.reply_id,
+                reply_id=pending.message.reply_id,
             )
         finally:
             if task is not None:

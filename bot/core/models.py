@@ -128,8 +128,8 @@ class Reply:
     ephemeral: bool = False
     """Shown only to the person who asked, where the platform can."""
     stored_id: int | None = None
-    """The stored answer's id, for :meth:`bot.core.engine.Engine.attach_message_id` once the
-    platform has given the sent reply an id."""
+    """The stored answer's id: the handler links it to the platform message once sent
+    (:meth:`bot.core.engine.Engine.attach_message_id`)."""
 
 
 class StoredMessage(NamedTuple):
