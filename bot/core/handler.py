@@ -9,8 +9,9 @@ each message. The rules kept here, the same on every platform:
   being answered.
 - Threads: a thread's conversation starts with a copy of the message it hangs from (when its
   channel's conversation has it; its pins are the channel's anyway), and an edit or deletion
-  of that message reaches the copy too. A thread the bot has answered in is followed: its
-  later messages are answered without a mention, also after a restart (memory says so).
+  of that message reaches the copy too. A thread the bot has answered in (or that hangs from
+  one of its answers) is followed: its later messages are answered without a mention, also
+  after a restart (memory says so).
 - De-duplication: a message delivered twice is stored (and answered) once, by the store; a
   reaction event or a platform request delivered again acts once.
 - Linking: an answer, once sent, takes the platform id of its message.
@@ -139,10 +140,10 @@ class Handler:
         a message the moment they acknowledge it and answer it later."""
         conversation = incoming.conversation
         async with self.in_order(conversation):
+            await self._seed(conversation)  # first: a thread on the bot's answer is followed
             incoming = await self._addressed(incoming)
             if not incoming.addressed and not self.record_all:
                 return None
-            await self._seed(conversation)
             accepted = await self.engine.accept(incoming)
             if accepted is None:
                 return None
@@ -199,8 +200,9 @@ class Handler:
         return replace(incoming, addressed=True)
 
     async def _follows(self, conversation: Conversation) -> bool:
-        """Whether the bot follows the thread: it answered there, as this process remembers
-        or, when it does not (since it started, say), as memory has it."""
+        """Whether the bot follows the thread: it answered there (or the thread's copy of its
+        root is the bot's answer), as this process remembers or, when it does not (since it
+        started, say), as memory has it."""
         if conversation.thread is None:
             return False
         if conversation.key in self._followed:

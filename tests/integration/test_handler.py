@@ -61,6 +61,22 @@ async def test_a_thread_the_bot_answered_in_is_followed_after_a_restart_too(app:
     assert answer is not None and answer.content == "echo: [Ana] why?"  # linked once sent
 
 
+async def test_a_thread_hanging_from_the_bots_answer_is_followed(app: App) -> None:
+    handler, kept = Handler(engine=app.engine, record_all=True), Kept()
+    await handler.handle(said("the plan is A", addressed=True, message_id="1.0"), kept)
+    on_answer = replace(CHANNEL, thread="sent-1")  # the answer was sent as "sent-1"
+    await handler.handle(said("why A?", on_answer, message_id="2.0"), kept)
+    assert kept.replies == ["echo: [Ana] the plan is A", "echo: [Ana] why A?"]
+    stored = await app.store.messages_after_turn(
+        conversation_key=on_answer.key, after_turn=0, limit=10
+    )
+    assert [m.content for m in stored] == [
+        "echo: [Ana] the plan is A",
+        "why A?",
+        "echo: [Ana] why A?",
+    ]
+
+
 async def test_answers_go_out_in_the_order_their_messages_came(app: App) -> None:
     handler, kept = Handler(engine=app.engine, record_all=True), Kept()
     first = await handler.take(said("first", addressed=True, message_id="1.0"))

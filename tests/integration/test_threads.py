@@ -3,8 +3,8 @@ Discord's real libraries against their local fakes, must leave the same thread i
 send the model the same turns.
 
 A thread starts with a copy of the message it hangs from and sees its channel's pins; an edit
-of that message reaches the copy; once the bot has answered in a thread it follows it, and
-answers its later messages without a mention.
+of that message reaches the copy; once the bot has answered in a thread, or when the thread
+hangs from one of its answers, it follows it and answers its messages without a mention.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ class Driver(Protocol):
         """A message in the channel; its platform id."""
         ...
 
+    async def ask(self, author: str, text: str) -> str:
+        """A question to the bot in the channel; the platform id of its answer."""
+        ...
+
     async def start_thread(self, root: str) -> None: ...
     async def edit(self, message: str, text: str) -> None: ...
     async def reply(self, root: str, author: str, text: str, *, mention: bool) -> None: ...
@@ -60,13 +64,16 @@ class Driver(Protocol):
 class Outcome:
     answers: list[str]
     stored: list[tuple[str, str, str]]
+    on_answer: list[tuple[str, str, str]]
+    """The thread started from the bot's answer, in memory."""
     prompts: list[list[str]]
     systems: list[str]
 
 
 async def thread_scenario(driver: Driver) -> Outcome:
     """Post in the channel, start a thread from it, pin, ask in the thread, edit the root,
-    reply in the thread without a mention."""
+    reply in the thread without a mention; then ask in the channel and reply, without a
+    mention, in a thread started from the bot's answer."""
     root = await driver.post("Ana", "the build is red")
     await driver.start_thread(root)
     await driver.pin(PIN)
@@ -75,7 +82,17 @@ async def thread_scenario(driver: Driver) -> Outcome:
     await driver.edit(root, "the build is green")
     await driver.reply(root, "Bo", "and now?", mention=False)
     answers = await driver.answers(2, root)
-    return Outcome(answers, await driver.stored(root), driver.prompts(), driver.system_prompts())
+    answer = await driver.ask("Ana", "is it shipped?")
+    await driver.start_thread(answer)
+    await driver.reply(answer, "Bo", "when?", mention=False)
+    await driver.answers(1, answer)
+    return Outcome(
+        answers,
+        await driver.stored(root),
+        await driver.stored(answer),
+        driver.prompts(),
+        driver.system_prompts(),
+    )
 
 
 class Prompts:
@@ -118,6 +135,12 @@ class SlackDriver:
         ts = await self.slack.say(SLACK_PEOPLE[author], text)
         self._authors[ts] = SLACK_PEOPLE[author]
         return ts
+
+    async def ask(self, author: str, text: str) -> str:
+        await self.slack.say(SLACK_PEOPLE[author], f"<@{BOT_USER}> {text}")
+        answer = str(self.slack.fake.messages()[-1]["ts"])
+        self._authors[answer] = BOT_USER
+        return answer
 
     async def start_thread(self, root: str) -> None:
         """Nothing to do: on Slack a thread is its root's replies."""
@@ -164,6 +187,17 @@ class DiscordDriver:
         key = f"discord:{GUILD}:{GENERAL}"
         await eventually(lambda: self._has(key, message["id"], text))
         return str(message["id"])
+
+    async def ask(self, author: str, text: str) -> str:
+        sent = len(self.fake.sent)
+        await self.fake.say(
+            DISCORD_PEOPLE[author], f"<@{BOT.id}> {text}", mentions=(BOT,), **IN_GENERAL
+        )
+        (answer,) = (await self.fake.sent_count(sent + 1))[sent:]
+        self._messages[answer.message["id"]] = {**answer.message, "guild_id": str(GUILD)}
+        key, answer_id = f"discord:{GUILD}:{GENERAL}", str(answer.message["id"])
+        await eventually(lambda: self._has(key, answer_id, answer.content))  # linked
+        return answer_id
 
     async def start_thread(self, root: str) -> None:
         await self.fake.start_thread(self._messages[root], "the build", owner=DISCORD_PEOPLE["Ana"])
@@ -234,6 +268,11 @@ EXPECTED_STORED = [
     ("user", "Bo", "and now?"),
     ("assistant", "assistant", "echo: [Bo] and now?"),
 ]
+EXPECTED_ON_ANSWER = [
+    ("assistant", "assistant", "echo: [Ana] is it shipped?"),
+    ("user", "Bo", "when?"),
+    ("assistant", "assistant", "echo: [Bo] when?"),
+]
 EXPECTED_PROMPTS = [
     ["[Ana] the build is red", "[Bo] why is it red?"],
     [
@@ -242,6 +281,8 @@ EXPECTED_PROMPTS = [
         "echo: [Bo] why is it red?",
         "[Bo] and now?",
     ],
+    ["[Ana] the build is green", "[Ana] is it shipped?"],
+    ["echo: [Ana] is it shipped?", "[Bo] when?"],
 ]
 
 
@@ -255,7 +296,9 @@ async def test_a_thread_behaves_the_same_on_slack_and_discord(
     for outcome in (on_slack_outcome, on_discord_outcome):
         assert outcome.answers == ["echo: [Bo] why is it red?", "echo: [Bo] and now?"]
         assert outcome.stored == EXPECTED_STORED
+        assert outcome.on_answer == EXPECTED_ON_ANSWER
         assert outcome.prompts == EXPECTED_PROMPTS
         assert all(PIN in system for system in outcome.systems)  # the channel's pins
     assert on_slack_outcome.stored == on_discord_outcome.stored
+    assert on_slack_outcome.on_answer == on_discord_outcome.on_answer
     assert on_slack_outcome.prompts == on_discord_outcome.prompts
