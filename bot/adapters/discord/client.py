@@ -66,10 +66,6 @@ class MemoryClient(discord.Client):
         return self._engine
 
     @property
-    def settings(self) -> DiscordConfig:
-        return self._settings
-
-    @property
     def answer_channels(self) -> frozenset[int]:
         return self._answer_channels
 
