@@ -1,9 +1,9 @@
 """``bot chat``: a conversation on a local channel, one message per line of standard input.
 
-The console is a platform like the others (``console:local:NAME``): same engine, same memory,
-same commands. It reads until end of input, so it works piped as well as typed. On a terminal
-it shows a spinner while the model works and keeps log lines (on stderr) on lines of their own:
-those written while the prompt waits are shown once the line is entered.
+The console is a platform like the others (``console:local:NAME``): same handler and engine,
+same memory, same commands. It reads until end of input, so it works piped as well as typed.
+On a terminal it shows a spinner while the model works and keeps log lines (on stderr) on
+lines of their own: those written while the prompt waits are shown once the line is entered.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ import logging
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from typing import TextIO
 
 from rich.console import Console
 from rich.text import Text
 
-from bot.core.commands import parse_command_line, run_command
+from bot.core.commands import parse_command_line
 from bot.core.engine import Engine
+from bot.core.handler import Handler
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Reply
 from bot.core.ports.store import StorageError
 
@@ -122,10 +123,26 @@ async def _read_line(stream: TextIO) -> str | None:
     return line.rstrip("\r\n")
 
 
-async def _take(engine: Engine, item: IncomingMessage | CommandCall) -> Reply | None:
+class Kept:
+    """The console's outbox: replies kept, to be shown once the spinner is gone."""
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+
+    def working(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext()
+
+    async def send(self, reply: Reply) -> str | None:
+        self.replies.append(reply)
+        return None
+
+
+async def _take(handler: Handler, item: IncomingMessage | CommandCall) -> list[Reply]:
     if isinstance(item, CommandCall):
-        return await run_command(engine, item)
-    return await engine.handle_message(item)
+        return [await handler.command(item)]
+    kept = Kept()
+    await handler.handle(item, kept)
+    return kept.replies
 
 
 async def chat(
@@ -138,6 +155,7 @@ async def chat(
     stderr: TextIO = sys.stderr,
 ) -> None:
     interactive = stdin.isatty()
+    handler = Handler(engine=engine, record_all=True)
     ui = Console(file=stderr, highlight=False)
     # The spinner only where both streams are the terminal: never into a pipe or a file.
     on_terminal = stderr.isatty()
@@ -175,10 +193,11 @@ async def chat(
             item = to_incoming(line, channel=channel, user=user)
             with ui.status(THINKING) if spinner else nullcontext():
                 try:
-                    reply = await _take(engine, item)
+                    replies = await _take(handler, item)
                 except StorageError as exc:
-                    reply = engine.storage_notice(item.conversation, exc)
-            if reply is not None:
+                    notice = handler.storage_notice(item.conversation, exc)
+                    replies = [notice] if notice is not None else []
+            for reply in replies:
                 show(reply.text)
         # Let summaries started by this session finish, so the next one starts from them.
         await engine.drain(within=engine.config.llm.timeout_seconds * 2)

@@ -1,10 +1,10 @@
 """The core's turn: record the message, assemble the prompt, ask the model, store the answer.
 
-Platform adapters hand it :class:`~bot.core.models.IncomingMessage` and
-:class:`~bot.core.models.CommandCall` values and get :class:`~bot.core.models.Reply` values back.
-Each turn and command asks :class:`~bot.core.settings.SettingsSource` for the settings of its
-conversation first and passes them down; summaries and embeddings follow in the background
-(:mod:`.background`).
+The platform handler (:mod:`bot.core.handler`) hands it
+:class:`~bot.core.models.IncomingMessage` and :class:`~bot.core.models.CommandCall` values and
+gets :class:`~bot.core.models.Reply` values back. Each turn and command asks
+:class:`~bot.core.settings.SettingsSource` for the settings of its conversation first and passes
+them down; summaries and embeddings follow in the background (:mod:`.background`).
 """
 
 from __future__ import annotations
@@ -35,19 +35,15 @@ from bot.core.models import (
 )
 from bot.core.observe import NoObserver, Observer
 from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
-from bot.core.ports.store import Duplicate, StorageError, Store
+from bot.core.ports.store import Duplicate, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
 from bot.core.settings import Settings, SettingsSource
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
 
-STORAGE_NOTICE = (
-    "I couldn't save that message: the bot's storage is failing; an operator has been told"
-)
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
 _SHRINK_ON_OVERFLOW = 0.75
-_REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
 
 
 @dataclass(frozen=True)
@@ -110,8 +106,6 @@ class Engine:
             budget=self.budget,
             oldest_awaiting=self._oldest_awaiting,
         )
-        # The storage incident each conversation was last told about.
-        self._told: dict[str, int] = {}
 
     # -- messages -------------------------------------------------------------------------
 
@@ -127,11 +121,6 @@ class Engine:
     def budget(self, settings: Settings) -> int:
         """The prompt budget under ``settings``, calibrated for the chat model."""
         return self.calibrator.budget(self.chat.model, settings.max_context_tokens)
-
-    async def has_answered(self, conversation: Conversation) -> bool:
-        """Whether the bot has answered in the conversation (a thread it follows, say), as
-        memory has it: what an adapter asks after a restart, when its own records are gone."""
-        return await self.store.has_answered(conversation_key=conversation.key)
 
     async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
         """Store a message without answering it (``embed``: and embed it in the background,
@@ -171,14 +160,6 @@ class Engine:
         """Embed a stored message in the background, for recall by meaning."""
         self.background.embed(stored, self.settings_for(conversation))
 
-    def storage_notice(self, conversation: Conversation, error: StorageError) -> Reply | None:
-        """What to tell a conversation whose message could not be stored, for platforms that
-        do not deliver it again: once per conversation per spell of failing writes."""
-        if self._told.get(conversation.key) == error.incident:
-            return None
-        self._told[conversation.key] = error.incident
-        return Reply(STORAGE_NOTICE, kind=ReplyKind.ERROR)
-
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""
         accepted = await self.accept(message)
@@ -204,8 +185,9 @@ class Engine:
         self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
         return Pending(message=message, stored=stored)
 
-    async def answer(self, pending: Pending, *, reply_id: str | None = None) -> Reply:
-        """Answer an accepted message (``reply_id``: as for ``IncomingMessage.reply_id``)."""
+    async def answer(self, pending: Pending) -> Reply:
+        """Answer an accepted message (the handler links the stored answer to the platform
+        message it is sent as, :meth:`attach_message_id`)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
@@ -213,7 +195,7 @@ class Engine:
             return await self._reply(
                 pending.message.conversation,
                 pending.stored,
-                reply_id=reply_id or pending.message.reply_id,
+                reply_id=pending.message.reply_id,
             )
         finally:
             if task is not None:
@@ -380,11 +362,6 @@ class Engine:
             tokens=tokens,
         )
         return stored._replace(author_name=name, tokens=tokens)
-
-    async def first_request(self, request_id: str) -> bool:
-        """Whether a platform request (a slash command) is seen for the first time, by any
-        process on this database: a replayed one must not act twice."""
-        return await self.store.claim_request(request_id, keep_seconds=_REQUESTS_KEPT)
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
         return await self.store.delete_message(

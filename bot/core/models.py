@@ -88,6 +88,33 @@ class CommandCall:
     """Whether the caller may run admin commands such as ``/reset``."""
 
 
+@dataclass(frozen=True)
+class Edit:
+    """A person changed the text of a message they wrote."""
+
+    conversation: Conversation
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """A message was deleted on its platform."""
+
+    conversation: Conversation
+    message_id: str
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """A 📌 added (``on``) or removed on a message of a conversation's channel or one of its
+    threads (pins mark messages channel-wide: Slack's reaction events do not say which)."""
+
+    conversation: Conversation
+    message_id: str
+    on: bool
+
+
 class ReplyKind(StrEnum):
     ANSWER = "answer"
     INFO = "info"
@@ -101,8 +128,8 @@ class Reply:
     ephemeral: bool = False
     """Shown only to the person who asked, where the platform can."""
     stored_id: int | None = None
-    """The stored answer's id, for :meth:`bot.core.engine.Engine.attach_message_id` once the
-    platform has given the sent reply an id."""
+    """The stored answer's id: the handler links it to the platform message once sent
+    (:meth:`bot.core.engine.Engine.attach_message_id`)."""
 
 
 class StoredMessage(NamedTuple):

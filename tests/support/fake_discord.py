@@ -419,6 +419,16 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", payload)
         return payload
 
+    async def start_thread(self, root: JSON, name: str, *, owner: Person) -> int:
+        """Someone starts a thread from the message ``root``: as on Discord, the thread's id
+        is the message's and its parent is the message's channel."""
+        thread_id, parent = int(root["id"]), int(root["channel_id"])
+        guild = next(g for g in self.guilds if parent in g.channels)
+        guild.threads[thread_id] = (parent, name)
+        payload = {**guild.thread_payload(thread_id, owner), "newly_created": True}
+        await self.dispatch("THREAD_CREATE", payload)
+        return thread_id
+
     async def edit(self, original: JSON, content: str) -> JSON:
         edited = {**original, "content": content, "edited_timestamp": datetime.now(UTC).isoformat()}
         await self.dispatch("MESSAGE_UPDATE", edited)

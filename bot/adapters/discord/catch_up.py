@@ -23,7 +23,7 @@ from bot.adapters.discord.facts import facts_of
 from bot.adapters.discord.translate import to_incoming
 from bot.config import CatchUpConfig
 from bot.core.models import Conversation
-from bot.core.ports.store import Duplicate, NewestMessage
+from bot.core.ports.store import NewestMessage
 from bot.core.progress import logged
 from bot.core.wording import counted
 
@@ -137,10 +137,4 @@ async def _store(client: MemoryClient, conversation: Conversation, message: disc
     )
     if incoming is None or incoming.conversation.key != conversation.key:
         return 0
-    if not incoming.addressed and client.settings.record != "all":
-        return 0
-    try:
-        await client.engine.record(incoming)
-    except Duplicate:  # it arrived live meanwhile, or another process stored it
-        return 0
-    return 1
+    return int(await client.handler.record(incoming))

@@ -1,10 +1,10 @@
-"""The discord.py client: gateway events to the engine, replies back to the channel."""
+"""The discord.py client: gateway events translated for the core's handler, replies back to
+the channel through a :class:`~.outbox.DiscordOutbox`."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import logging
 import sys
 from typing import Any
@@ -13,19 +13,18 @@ import discord
 
 from bot.adapters.discord.catch_up import Holds
 from bot.adapters.discord.facts import facts_of, parent_of
-from bot.adapters.discord.render import split_message
+from bot.adapters.discord.outbox import DiscordOutbox
 from bot.adapters.discord.slash import NO_MENTIONS, CommandRunner, build_tree
 from bot.adapters.discord.translate import conversation_for, is_pushpin, to_incoming
-from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
 from bot.config import DiscordConfig
-from bot.core.engine import Engine, Pending
-from bot.core.models import Conversation, IncomingMessage, Reply
+from bot.core.engine import Engine
+from bot.core.handler import Handler
+from bot.core.models import Conversation, Deletion, Edit, IncomingMessage, Reaction
 from bot.core.ports.store import StorageError
 
 log = logging.getLogger(__name__)
 
 _PARENTS = 4096  # uncached threads whose parent channel is remembered
-_NOT_ATTACHED = "(The rest of this reply could not be attached; it is kept in memory.)"
 
 
 def intents() -> discord.Intents:
@@ -58,15 +57,13 @@ class MemoryClient(discord.Client):
         self._parents: dict[int, asyncio.Future[int | None]] = {}
         self.holds = Holds()
         """Conversations being caught up on start: their live messages wait for it."""
-        self.tree = build_tree(self, CommandRunner(engine=engine, settings=settings))
+        self.handler = Handler(engine=engine, record_all=settings.record == "all")
+        self._taking = True
+        self.tree = build_tree(self, CommandRunner(handler=self.handler, settings=settings))
 
     @property
     def engine(self) -> Engine:
         return self._engine
-
-    @property
-    def settings(self) -> DiscordConfig:
-        return self._settings
 
     @property
     def answer_channels(self) -> frozenset[int]:
@@ -126,70 +123,30 @@ class MemoryClient(discord.Client):
             facts = dataclasses.replace(facts, parent_id=parent)
         return to_incoming(facts, bot_id=self.user.id, answer_channels=self._answer_channels)
 
+    def stop_taking(self) -> None:
+        """Ignore the events that arrive from now on (shutting down): the work they would
+        start could not finish."""
+        self._taking = False
+
     async def on_message(self, message: discord.Message) -> None:
-        incoming = await self._incoming(message)
+        incoming = await self._incoming(message) if self._taking else None
         if incoming is None:
             return
         await self.holds.wait(incoming.conversation.key)
+        outbox = DiscordOutbox(message, max_reply_chars=self._engine.config.llm.max_reply_chars)
         try:
-            await self._take(message, incoming)
+            await self.handler.handle(incoming, outbox)
         except StorageError as exc:
             # Discord never delivers a message again: the person is told it was not kept.
-            notice = self._engine.storage_notice(incoming.conversation, exc)
+            notice = self.handler.storage_notice(incoming.conversation, exc)
             if notice is not None:
-                await self._send(message, notice, incoming.conversation)
-
-    async def _take(self, message: discord.Message, incoming: IncomingMessage) -> None:
-        if not incoming.addressed:
-            if self._settings.record == "all":
-                await self._engine.handle_message(incoming)
-            return
-        # Stored first: the typing indicator is a request that may be slow or rate-limited.
-        accepted = await self._engine.accept(incoming)
-        if isinstance(accepted, Pending):
-            try:
-                async with message.channel.typing():
-                    accepted = await self._engine.answer(accepted)
-            finally:
-                if isinstance(accepted, Pending):
-                    self._engine.release(accepted)
-        if accepted is not None:
-            await self._send(message, accepted, incoming.conversation)
-
-    async def _send(
-        self, message: discord.Message, reply: Reply, conversation: Conversation
-    ) -> None:
-        long = shorten(reply.text, self._engine.config.llm.max_reply_chars)
-        parts = split_message(long.shown if long else reply.text)
-        if not parts:
-            return
-        first, *rest = parts
-        reference = message.to_reference(fail_if_not_exists=False)
-        sent = await message.channel.send(
-            first.text, reference=reference, allowed_mentions=NO_MENTIONS
-        )
-        if reply.stored_id is not None:
-            # Deleting or editing the answer's first message in Discord reaches memory.
-            await self._engine.attach_message_id(conversation, reply.stored_id, str(sent.id))
-        for part in rest:
-            await message.channel.send(part.text, allowed_mentions=NO_MENTIONS)
-        if long is not None:
-            await self._attach(message.channel, long)
-
-    async def _attach(self, channel: discord.abc.Messageable, long: LongReply) -> None:
-        """The whole of a long reply as a file, with its note."""
-        file = discord.File(io.BytesIO(long.attachment), filename=ATTACHMENT_NAME)
-        try:
-            await channel.send(long.note, file=file, allowed_mentions=NO_MENTIONS)
-        except discord.HTTPException as exc:  # no Attach Files permission, say
-            log.warning("attaching a long reply failed: %s %s", exc.status, exc.text)
-            await channel.send(_NOT_ATTACHED, allowed_mentions=NO_MENTIONS)
+                await outbox.send(notice)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        incoming = await self._incoming(payload.message)
+        incoming = await self._incoming(payload.message) if self._taking else None
         if incoming is None or incoming.message_id is None:
             return
-        await self._engine.edit_message(incoming.conversation, incoming.message_id, incoming.text)
+        await self.handler.edit(Edit(incoming.conversation, incoming.message_id, incoming.text))
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         await self._forget(payload.guild_id, payload.channel_id, [payload.message_id])
@@ -198,9 +155,11 @@ class MemoryClient(discord.Client):
         await self._forget(payload.guild_id, payload.channel_id, sorted(payload.message_ids))
 
     async def _forget(self, guild_id: int | None, channel_id: int, message_ids: list[int]) -> None:
+        if not self._taking:
+            return
         conversation = await self._conversation(guild_id, channel_id, self.get_channel(channel_id))
         for message_id in message_ids:
-            await self._engine.delete_message(conversation, str(message_id))
+            await self.handler.delete(Deletion(conversation, str(message_id)))
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
         await self._pushpin(payload, on=True)
@@ -209,17 +168,16 @@ class MemoryClient(discord.Client):
         await self._pushpin(payload, on=False)
 
     async def _pushpin(self, payload: discord.RawReactionActionEvent, *, on: bool) -> None:
-        """📌 on a remembered message marks it important; other reactions, the bot's own and
-        messages memory does not have are ignored."""
-        if not is_pushpin(payload.emoji.name):
+        """📌 on a message marks it important; other reactions and the bot's own are
+        ignored."""
+        if not self._taking or not is_pushpin(payload.emoji.name):
             return
         if self.user is not None and payload.user_id == self.user.id:
             return
         conversation = await self._conversation(
             payload.guild_id, payload.channel_id, self.get_channel(payload.channel_id)
         )
-        if not await self._engine.mark_important(conversation, str(payload.message_id), on):
-            log.debug("ignoring a pushpin on a message not in memory")
+        await self.handler.react(Reaction(conversation, str(payload.message_id), on))
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         if isinstance(sys.exc_info()[1], StorageError):

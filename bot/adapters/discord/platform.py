@@ -136,10 +136,14 @@ class DiscordPlatform:
             log.exception("discord catch-up failed")
 
     async def stop(self) -> None:
+        """Stop taking events, let the replies in flight finish and be sent (within the
+        handler's grace), then close the client: a reply sent after it closed is lost."""
+        self.client.stop_taking()
         if self._catch_up is not None:
             self._catch_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._catch_up
+        await self.client.handler.aclose()
         await self.client.close()
         if self._running is not None:
             # Closed, its loop ends at once, or after the delay it is waiting out to reconnect.

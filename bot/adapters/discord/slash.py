@@ -16,8 +16,8 @@ from bot.adapters.discord.facts import conversation_of
 from bot.adapters.discord.render import split_message
 from bot.adapters.discord.translate import prompt_text
 from bot.config import DiscordConfig
-from bot.core.commands import COMMANDS, CommandSpec, run_command
-from bot.core.engine import Engine
+from bot.core.commands import COMMANDS, CommandSpec
+from bot.core.handler import Handler
 from bot.core.models import CommandCall, Reply, ReplyKind
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,8 @@ Interaction = discord.Interaction[Any]
 class CommandRunner:
     """Runs the core's commands for Discord interactions."""
 
-    def __init__(self, *, engine: Engine, settings: DiscordConfig) -> None:
-        self._engine = engine
+    def __init__(self, *, handler: Handler, settings: DiscordConfig) -> None:
+        self._handler = handler
         self._admins = frozenset(settings.admin_user_ids)
 
     def can_manage(self, interaction: Interaction) -> bool:
@@ -56,7 +56,7 @@ class CommandRunner:
             can_manage=self.can_manage(interaction),
         )
         try:
-            reply = await run_command(self._engine, call)
+            reply = await self._handler.command(call)
         except Exception:
             log.exception("/%s failed in %s", spec.name, call.conversation.key)
             reply = Reply(

@@ -8,7 +8,7 @@ first, the newest messages of each first; a 429 is waited out by the client's re
 and what could still not be read is logged.
 
 Only what was written before catch-up began is read: from then on messages arrive as events.
-A conversation is caught up under the listeners' ordering lock for that conversation: its live
+A conversation is caught up under the handler's ordering lock for that conversation: its live
 messages that arrive meanwhile are stored right after, so memory keeps the platform's order.
 """
 
@@ -24,9 +24,8 @@ from slack_sdk.errors import SlackApiError
 from bot.adapters.slack.app import Listeners
 from bot.adapters.slack.translate import mentions, to_incoming
 from bot.config import CatchUpConfig
-from bot.core.engine import Engine
 from bot.core.models import Conversation
-from bot.core.ports.store import Duplicate, NewestMessage
+from bot.core.ports.store import NewestMessage
 from bot.core.progress import logged
 from bot.core.wording import counted
 
@@ -92,8 +91,7 @@ async def _one(
     until: str,
     limit: int,
 ) -> Outcome:
-    key = f"{conversation.workspace}:{conversation.channel}:{conversation.thread or ''}"
-    async with listeners.ordering(key):
+    async with listeners.handler.in_order(conversation):
         messages, more = await _read(listeners, conversation, latest.message_id, until, limit)
         stored = 0
         for message in sorted(messages, key=lambda m: float(m.get("ts") or 0)):
@@ -150,17 +148,8 @@ async def _store(listeners: Listeners, conversation: Conversation, message: dict
     }
     body = {"type": "event_callback", "team_id": conversation.workspace, "event": event}
     text = str(message.get("text") or "")
-    names = await listeners.names({str(message.get("user") or "")} | mentions(text))
-    joined = [conversation.key] if await _answered_thread(listeners.engine, conversation) else []
-    incoming = to_incoming(body, policy=listeners.policy, names=names, joined_threads=joined)
+    names = await listeners.names.wait_for({str(message.get("user") or "")} | mentions(text))
+    incoming = to_incoming(body, policy=listeners.policy, names=names)
     if incoming is None or incoming.conversation.key != conversation.key:
         return 0
-    try:
-        await listeners.engine.record(incoming)
-    except Duplicate:  # it arrived live meanwhile, or another process stored it
-        return 0
-    return 1
-
-
-async def _answered_thread(engine: Engine, conversation: Conversation) -> bool:
-    return conversation.thread is not None and await engine.has_answered(conversation)
+    return int(await listeners.handler.record(incoming))

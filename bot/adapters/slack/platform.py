@@ -61,7 +61,7 @@ async def probe(settings: SlackConfig) -> tuple[bool, str]:
 
 
 class SlackPlatform:
-    """``bot run``'s Slack side: connects in the configured mode, hands events to the engine."""
+    """``bot run``'s Slack side: connects in the configured mode, hands events to the handler."""
 
     def __init__(self, *, engine: Engine, settings: SlackConfig) -> None:
         self.engine = engine

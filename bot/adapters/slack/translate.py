@@ -3,9 +3,9 @@
 Conversations: ``slack:{team}:{channel}`` for a channel or DM, ``slack:{team}:{channel}:{ts}``
 for a thread, keyed by the thread's root ``ts``. A thread's root message belongs to its
 channel's conversation (it was said in the channel); replies (``thread_ts != ts``) belong to
-the thread's conversation, which shares the channel's pins and which the adapter starts with a
-copy of the root (so edits and deletions of a root apply to both). Slash commands always act on
-the channel: Slack does not run them inside threads.
+the thread's conversation, which shares the channel's pins and which the core's handler
+starts with a copy of the root (so edits and deletions of a root apply to both). Slash
+commands always act on the channel: Slack does not run them inside threads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core.models import CommandCall, Conversation, IncomingMessage
+from bot.core.models import CommandCall, Conversation, Deletion, Edit, IncomingMessage, Reaction
 
 PLATFORM = "slack"
 PIN_SHORTCUT = "pin_to_memory"
@@ -32,34 +32,10 @@ _MARKUP = re.compile(r"<([^<>\s]+(?:\|[^<>]*)?)>")
 
 @dataclass(frozen=True)
 class Policy:
-    """What the adapter answers and records, from the ``slack`` config section."""
+    """What the adapter takes as addressed to the bot, from the ``slack`` config section."""
 
     bot_user_id: str
     answer_channels: Collection[str] = ()
-    record_all: bool = True
-
-
-@dataclass(frozen=True)
-class Edit:
-    conversation: Conversation
-    message_id: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Deletion:
-    conversation: Conversation
-    message_id: str
-
-
-@dataclass(frozen=True)
-class Reaction:
-    """A 📌 added (``on``) or removed on a message of a channel (or of one of its threads:
-    Slack's reaction events do not say which)."""
-
-    conversation: Conversation
-    message_id: str
-    on: bool
 
 
 def conversation_for(
@@ -128,17 +104,6 @@ def message_event(body: Payload) -> Payload | None:
     return event
 
 
-def ordering_key(body: Payload) -> str:
-    """The conversation an event is about, as far as the raw event says (edits and deletions
-    name their message's thread inside it)."""
-    event = message_event(body) or {}
-    inner = event.get("message") or event.get("previous_message") or event
-    channel = str(event.get("channel", ""))
-    ts = inner.get("ts") or event.get("deleted_ts")
-    thread = inner.get("thread_ts")
-    return f"{_team(body)}:{channel}:{thread if thread and thread != ts else ''}"
-
-
 def is_user_message(event: Payload) -> bool:
     """A new message a person wrote (no bot's, no edits, joins or other subtypes)."""
     return (
@@ -157,18 +122,14 @@ def _sent_at(ts: str | None) -> datetime:
 
 
 def to_incoming(
-    body: Payload,
-    *,
-    policy: Policy,
-    names: Mapping[str, str],
-    joined_threads: Collection[str] = (),
+    body: Payload, *, policy: Policy, names: Mapping[str, str]
 ) -> IncomingMessage | None:
     """A ``message`` event callback as the core sees it; None when it is not a person's new
-    message, or when it is neither addressed to the bot nor to be recorded.
+    message.
 
-    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's or in
-    one of ``joined_threads`` (conversation keys of threads the bot has answered in), any
-    message in a channel of ``policy.answer_channels``.
+    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's, any
+    message in a channel of ``policy.answer_channels`` (the core's handler adds the threads
+    the bot follows, and keeps to the record setting).
     """
     event = message_event(body)
     if event is None or not is_user_message(event):
@@ -179,17 +140,13 @@ def to_incoming(
     text = str(event.get("text") or "")
     bot = policy.bot_user_id
     conversation = conversation_for(_team(body), channel, ts, event.get("thread_ts"))
-    in_bots_thread = conversation.thread is not None and (
-        event.get("parent_user_id") == bot or conversation.key in joined_threads
-    )
+    in_bots_thread = conversation.thread is not None and event.get("parent_user_id") == bot
     addressed = (
         event.get("channel_type") == "im"
         or bot in mentions(text)
         or in_bots_thread
         or channel in policy.answer_channels
     )
-    if not addressed and not policy.record_all:
-        return None
     return IncomingMessage(
         conversation=conversation,
         author_id=user,

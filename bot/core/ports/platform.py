@@ -1,12 +1,16 @@
 """What ``bot run`` needs of a chat platform.
 
 Each adapter implements :class:`Platform`: it translates platform events into
-:mod:`bot.core.models` values for the core and never hands platform objects to it.
+:mod:`bot.core.models` values, hands them to :class:`bot.core.handler.Handler`, and shows
+the answers through an :class:`Outbox`; it never hands platform objects to the core.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
+
+from bot.core.models import Reply
 
 
 class NoPlatformEnabled(Exception):
@@ -31,4 +35,19 @@ class Platform(Protocol):
     async def stop(self) -> None:
         """Stop taking events, finish or abandon in-flight replies, disconnect; also after a
         start that failed or was cancelled."""
+        ...
+
+
+class Outbox(Protocol):
+    """Where the answer to one message goes on its platform (its channel or thread, its
+    author for what only they may see)."""
+
+    def working(self) -> AbstractAsyncContextManager[None]:
+        """Shown while the answer is made (Slack: a "thinking" message the answer replaces;
+        Discord: typing); taken back when the answer fails or is abandoned."""
+        ...
+
+    async def send(self, reply: Reply) -> str | None:
+        """Show ``reply``; the platform id of the message that holds it (or its start), so
+        that the platform's edits and deletions of it reach memory; None when it has none."""
         ...

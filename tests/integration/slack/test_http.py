@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlencode
@@ -19,7 +18,7 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from bot.adapters.slack.app import NAME_WAIT
+from bot.adapters.slack.names import NAME_WAIT
 from bot.adapters.slack.platform import EVENTS_PATH, SlackPlatform
 from bot.config import parse_config
 from bot.ops.doctor import run_checks
@@ -28,72 +27,7 @@ from bot.wiring import App, open_app
 from tests.conftest import config_dict, is_summary_request
 from tests.support.fake_llm import FakeLLM, Reply, count_prompt_tokens
 from tests.support.fake_slack import BOT_USER, TEAM, Failure, FakeSlack, signed_headers
-
-SECRET = "test-signing-secret"
-ENV = {"SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_SIGNING_SECRET": SECRET}
-USERS = {"U1": "Ana", "U2": "Bo", "U3": "Cy", "U9": "Admin"}
-
-
-class Slack:
-    """Sends what Slack would send to the app; reads what the app sent to the fake API."""
-
-    def __init__(self, platform: SlackPlatform, fake: FakeSlack, http: aiohttp.ClientSession):
-        self.platform = platform
-        self.fake = fake
-        self.http = http
-        self.url = f"http://127.0.0.1:{platform.port}{EVENTS_PATH}"
-        self._events = 0
-
-    async def post(self, body: str, content_type: str, *, age: float = 0, secret: str = SECRET):
-        headers = signed_headers(secret, body, content_type=content_type, age=age)
-        async with self.http.post(self.url, data=body.encode(), headers=headers) as response:
-            return response.status, await response.text()
-
-    async def event(self, event: dict[str, Any], *, event_id: str | None = None) -> int:
-        self._events += 1
-        body = {
-            "token": "unused",
-            "team_id": TEAM,
-            "api_app_id": "A1",
-            "type": "event_callback",
-            "event_id": event_id or f"Ev{self._events}",
-            "event_time": int(time.time()),
-            "event": event,
-        }
-        status, _ = await self.post(json.dumps(body), "application/json")
-        return status
-
-    async def say(self, user: str, text: str, channel: str = "C1", **fields: Any) -> str:
-        """A person's message; returns its ts."""
-        self._events += 1
-        ts = fields.pop("ts", f"{1700000000 + self._events}.000001")
-        message = {"type": "message", "user": user, "text": text, "channel": channel, "ts": ts}
-        message["channel_type"] = "im" if channel.startswith("D") else "channel"
-        assert await self.event({**message, **fields}) == 200
-        await self.settle()
-        return ts
-
-    async def command(self, name: str, text: str = "", user: str = "U1", channel: str = "C1"):
-        form = {
-            "command": f"/{name}",
-            "text": text,
-            "user_id": user,
-            "user_name": USERS[user].lower(),
-            "channel_id": channel,
-            "team_id": TEAM,
-            "response_url": self.fake.response_url(f"{name}-{len(self.fake.responses)}"),
-            "trigger_id": f"{time.time_ns()}.{len(self.fake.responses)}",
-        }
-        status, body = await self.post(urlencode(form), "application/x-www-form-urlencoded")
-        await self.settle()
-        return status, body
-
-    async def settle(self) -> None:
-        assert self.platform.listeners is not None
-        await self.platform.listeners.settle()
-
-    def last_response(self) -> dict[str, Any]:
-        return self.fake.responses[-1].params
+from tests.support.slack_bot import ENV, SECRET, USERS, Slack, serving, slack_settings
 
 
 @pytest.fixture
@@ -102,36 +36,11 @@ async def fake_slack() -> AsyncIterator[FakeSlack]:
         yield fake
 
 
-def slack_settings(fake: FakeSlack, **overrides: Any) -> dict[str, Any]:
-    settings = {
-        "enabled": True,
-        "mode": "http",
-        "host": "127.0.0.1",
-        "port": 0,
-        "api_base_url": fake.api_url,
-        "answer_channels": ["CALL"],
-        "admin_user_ids": ["U9"],
-    }
-    return {**settings, **overrides}
-
-
 @pytest.fixture
 async def bot_app(tmp_path: Any, llm: FakeLLM, fake_slack: FakeSlack) -> AsyncIterator[App]:
     raw = config_dict(llm.url, tmp_path / "bot.sqlite3", slack=slack_settings(fake_slack))
     async with open_app(parse_config(raw, ENV)) as app:
         yield app
-
-
-@asynccontextmanager
-async def serving(app: App, fake: FakeSlack) -> AsyncIterator[Slack]:
-    """``app``'s Slack endpoint started, and a Slack to talk to it, until the block ends."""
-    platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
-    await platform.start()
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield Slack(platform, fake, http)
-    finally:
-        await platform.stop()
 
 
 @pytest.fixture

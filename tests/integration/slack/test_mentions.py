@@ -16,9 +16,9 @@ from bot.adapters.slack.render import split, to_mrkdwn
 from bot.config import parse_config
 from bot.wiring import App, open_app
 from tests.conftest import config_dict
-from tests.integration.slack.test_http import ENV, USERS, Slack, serving, slack_settings
 from tests.support.fake_llm import FakeLLM
 from tests.support.fake_slack import BOT_USER, FakeSlack
+from tests.support.slack_bot import ENV, USERS, Slack, serving, slack_settings
 
 FORGED = "[docs](https://example.com><!channel><https://example.org)"
 LINK = re.compile(r"<(https?://[^\s<>|]+)(?:\|([^<>|]*))?>")

@@ -41,11 +41,10 @@ def test_a_mention_is_addressed_and_loses_the_mention() -> None:
     assert incoming.sent_at.timestamp() == 100.1
 
 
-def test_plain_channel_chatter_is_recorded_unaddressed_or_dropped_by_policy() -> None:
+def test_plain_channel_chatter_is_taken_unaddressed() -> None:
+    # Whether it is kept is the handler's rule (tests/integration/test_handler.py).
     incoming = to_incoming(event("lunch?"), policy=POLICY, names=NAMES)
     assert incoming is not None and not incoming.addressed
-    only_addressed = Policy(bot_user_id=BOT, record_all=False)
-    assert to_incoming(event("lunch?"), policy=only_addressed, names=NAMES) is None
 
 
 def test_dms_answer_all_channels_and_replies_in_the_bots_threads_are_addressed() -> None:
@@ -158,15 +157,6 @@ def test_splitting_keeps_every_character_and_balances_fences(text: str) -> None:
     assert all(c.count(FENCE) % 2 == 0 for c in chunks)
     squeezed = "".join(c.replace(FENCE, "") for c in chunks)
     assert "".join(squeezed.split()) == "".join(text.replace(FENCE, "").split())
-
-
-def test_replies_in_threads_the_bot_joined_are_addressed() -> None:
-    reply = event("more?", ts="101.5", thread_ts="100.0", parent_user_id="U2")
-    joined = {"slack:T1:C1:100.0"}
-    incoming = to_incoming(reply, policy=POLICY, names=NAMES, joined_threads=joined)
-    assert incoming is not None and incoming.addressed
-    top = to_incoming(event("x", ts="100.0"), policy=POLICY, names=NAMES, joined_threads=joined)
-    assert top is not None and not top.addressed
 
 
 def test_slack_markup_reads_as_plain_text_in_the_prompt() -> None:
