@@ -130,16 +130,7 @@ class Assembler:
             messages=messages,
             tokens=fixed + recalled.tokens + fit.tokens,
             budget=budget,
-            breakdown=Breakdown(
-                {
-                    "system": head.system,
-                    "pins": head.pins,
-                    "profile": head.profile,
-                    "summary": head.summary,
-                    "recall": recalled.tokens,
-                    "recent": fit.tokens,
-                }
-            ),
+            breakdown=Breakdown(head=head, recall=recalled.tokens, recent=fit.tokens),
             window=rows,
             summary=summary,
             pins=pins,

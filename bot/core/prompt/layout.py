@@ -8,8 +8,9 @@ and the recent turns follow (:mod:`.assembler`). Every part is counted when it i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
@@ -44,13 +45,19 @@ LAYERS: tuple[str, ...] = ("system", "pins", "profile", "summary", "recall", "re
 
 @dataclass(frozen=True)
 class Breakdown:
-    """Tokens per layer (a layer absent from ``layers`` takes none); they add up to the
-    prompt's tokens but for the reply priming."""
+    """Tokens per layer; they add up to the prompt's tokens but for the reply priming. The
+    head's parts are counted only when asked (``/stats`` asks; a turn does not)."""
 
-    layers: Mapping[str, int]
+    head: Head
+    recall: int
+    recent: int
 
     def __getitem__(self, layer: str) -> int:
-        return self.layers.get(layer, 0)
+        if layer not in LAYERS:
+            raise KeyError(layer)
+        source: object = self if layer in ("recall", "recent") else self.head
+        value: int = getattr(source, layer)
+        return value
 
     def as_dict(self) -> dict[str, int]:
         return {layer: self[layer] for layer in LAYERS}
@@ -160,9 +167,10 @@ class Head:
     text: str
     tokens: int
     """The whole message, with the chat format's overhead."""
-    pins: int
-    profile: int
-    summary: int
+    count: Count = field(repr=False, compare=False)
+    pins_text: str = ""
+    profile_text: str = ""
+    summary_text: str = ""
 
     @classmethod
     def build(
@@ -179,10 +187,23 @@ class Head:
         return cls(
             text=text,
             tokens=count(text) + MESSAGE_OVERHEAD,
-            pins=count(pins_text) if pins_text else 0,
-            profile=count(profile) if profile else 0,
-            summary=count(summary_text) if summary_text else 0,
+            count=count,
+            pins_text=pins_text,
+            profile_text=profile,
+            summary_text=summary_text,
         )
+
+    @cached_property
+    def pins(self) -> int:
+        return self.count(self.pins_text) if self.pins_text else 0
+
+    @cached_property
+    def profile(self) -> int:
+        return self.count(self.profile_text) if self.profile_text else 0
+
+    @cached_property
+    def summary(self) -> int:
+        return self.count(self.summary_text) if self.summary_text else 0
 
     @property
     def system(self) -> int:
