@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -17,9 +17,10 @@ from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
 from bot.core.observe import NoObserver, ObservedChatModel, Observer
 from bot.core.ports.llm import ApiKey
+from bot.core.ports.store import Store, StoreUnavailable
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
-from bot.store.sqlite.store import SqliteStore
+from bot.store.sqlite.store import DatabaseError, SqliteStore
 from bot.telemetry.logs import hide_credentials
 from bot.telemetry.metrics import PrometheusObserver
 
@@ -30,7 +31,7 @@ _ENCODING_KEY = "token_encoding"
 @dataclass(frozen=True)
 class App:
     config: Config
-    store: SqliteStore
+    store: Store
     engine: Engine
     chat: OpenAIChatModel
     summary: OpenAIChatModel
@@ -81,14 +82,34 @@ def missing_keys(config: Config) -> list[str]:
     ]
 
 
+async def open_store(
+    config: Config, *, index: bool = True, on_write_failure: Callable[[], None] | None = None
+) -> Store:
+    """The configured database, opened and migrated; :class:`StoreUnavailable` when it cannot
+    be. ``index``: messages stored enter recall's search index (off when recall is off).
+    ``on_write_failure``: called each time a write fails."""
+    try:
+        store = await SqliteStore.open(
+            config.storage.path,
+            busy_timeout_ms=config.storage.busy_timeout_ms,
+            index=index,
+            synchronous=config.storage.synchronous,
+        )
+    except DatabaseError as exc:
+        raise StoreUnavailable(str(exc)) from exc
+    if on_write_failure is not None:
+        store.on_write_failure = on_write_failure
+    return store
+
+
 @asynccontextmanager
 async def open_app(config: Config) -> AsyncIterator[App]:
     install_encodings()
-    store = await SqliteStore.open(
-        config.storage.path,
-        busy_timeout_ms=config.storage.busy_timeout_ms,
+    metrics = PrometheusObserver() if config.http.port is not None else None
+    store = await open_store(
+        config,
         index=config.memory.recall_tokens > 0,
-        synchronous=config.storage.synchronous,
+        on_write_failure=metrics.storage_write_failed if metrics is not None else None,
     )
     clients: list[openai.AsyncOpenAI] = []
     try:
@@ -126,22 +147,19 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         summary = OpenAIChatModel(
             summary_client, llm.summary_model, policy=policy, key=summary_key_source(config)
         )
-        metrics = PrometheusObserver() if config.http.port is not None else None
-        if metrics is not None:
-            store.on_write_failure = metrics.storage_write_failed
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
         # Stored counts are of messages as the prompt shows them: redone when either changes.
         counted_as = f"{tokenizer.encoding_name} rendering {PROMPT_RENDERING}"
-        if await store.get_meta(_ENCODING_KEY) != counted_as:
-            recounted = await store.retokenize(tokenizer.count)
+        if await store.get_meta(key=_ENCODING_KEY) != counted_as:
+            recounted = await store.retokenize(count=tokenizer.count)
             if recounted:
                 log.info(
                     "recounted %s with %s",
                     counted(recounted, "stored message"),
                     tokenizer.encoding_name,
                 )
-            await store.set_meta(_ENCODING_KEY, counted_as)
+            await store.set_meta(key=_ENCODING_KEY, value=counted_as)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
         await calibrator.load()

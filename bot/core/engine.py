@@ -410,7 +410,7 @@ class Engine:
     async def first_request(self, request_id: str) -> bool:
         """Whether a platform request (a slash command) is seen for the first time, by any
         process on this database: a replayed one must not act twice."""
-        return await self.store.claim_request(request_id, keep_seconds=_REQUESTS_KEPT)
+        return await self.store.claim_request(request_id=request_id, keep_seconds=_REQUESTS_KEPT)
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
         return await self.store.delete_message(
