@@ -17,7 +17,7 @@ from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
 from bot.core.observe import NoObserver, ObservedChatModel, Observer
 from bot.core.ports.llm import ApiKey
-from bot.core.ports.store import Store, StoreUnavailable
+from bot.core.ports.store import AdminStore, Store, StoreUnavailable
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
 from bot.store.sqlite.store import DatabaseError, SqliteStore
@@ -102,15 +102,33 @@ async def open_store(
     return store
 
 
+async def _count_with(store: AdminStore, tokenizer: ChatTokenizer) -> None:
+    """Stored token counts are of messages as the prompt shows them, with the chat model's
+    encoding: recounted when either has changed since they were made."""
+    counted_as = f"{tokenizer.encoding_name} rendering {PROMPT_RENDERING}"
+    if await store.get_meta(key=_ENCODING_KEY) != counted_as:
+        recounted = await store.retokenize(count=tokenizer.count)
+        if recounted:
+            log.info(
+                "recounted %s with %s",
+                counted(recounted, "stored message"),
+                tokenizer.encoding_name,
+            )
+        await store.set_meta(key=_ENCODING_KEY, value=counted_as)
+
+
 @asynccontextmanager
-async def open_app(config: Config) -> AsyncIterator[App]:
+async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterator[App]:
+    """Everything built from ``config``, closed when the block ends. ``store``: one to use
+    instead of the configured database (closed with the rest)."""
     install_encodings()
     metrics = PrometheusObserver() if config.http.port is not None else None
-    store = await open_store(
-        config,
-        index=config.memory.recall_tokens > 0,
-        on_write_failure=metrics.storage_write_failed if metrics is not None else None,
-    )
+    if store is None:
+        store = await open_store(
+            config,
+            index=config.memory.recall_tokens > 0,
+            on_write_failure=metrics.storage_write_failed if metrics is not None else None,
+        )
     clients: list[openai.AsyncOpenAI] = []
     try:
         llm = config.llm
@@ -149,17 +167,7 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         )
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
-        # Stored counts are of messages as the prompt shows them: redone when either changes.
-        counted_as = f"{tokenizer.encoding_name} rendering {PROMPT_RENDERING}"
-        if await store.get_meta(key=_ENCODING_KEY) != counted_as:
-            recounted = await store.retokenize(count=tokenizer.count)
-            if recounted:
-                log.info(
-                    "recounted %s with %s",
-                    counted(recounted, "stored message"),
-                    tokenizer.encoding_name,
-                )
-            await store.set_meta(key=_ENCODING_KEY, value=counted_as)
+        await _count_with(store, tokenizer)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
         await calibrator.load()

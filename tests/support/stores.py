@@ -28,3 +28,9 @@ async def opened_store(kind: StoreKind, folder: Path) -> AsyncIterator[Store]:
         yield store
     finally:
         await store.close()
+
+
+def app_store(kind: StoreKind) -> Store | None:
+    """What ``bot.wiring.open_app`` is handed for ``kind``: None (it opens the configured
+    SQLite file) or a new in-memory store."""
+    return MemoryStore() if kind == "memory" else None
