@@ -161,3 +161,35 @@ async def test_reset_forgets_the_conversation(include_pins: bool) -> None:
     assert "Forgot 2 messages" in reply.text
     assert len(pins) == (0 if include_pins else 1)
     assert contents(prompt)[1:] == ["[Ana] fresh start"]
+
+
+async def test_a_thread_sees_its_channels_pins_but_not_its_messages() -> None:
+    thread = Conversation("console", "local", "general", thread="t1")
+    async with running_core(unit_config()) as core:
+        await run_command(core.engine, command("pin", "the channel's pinned fact"))
+        await core.engine.handle_message(said("channel chatter"))
+        await core.engine.handle_message(said("in the thread", where=thread))
+        prompt = core.model.chats()[-1]
+    assert "the channel's pinned fact" in prompt[0]["content"]
+    assert contents(prompt)[1:] == ["[Ana] in the thread"]
+
+
+async def test_pins_that_would_crowd_out_the_conversation_are_refused() -> None:
+    async with running_core(unit_config(memory={"max_context_tokens": 300})) as core:
+        reply = await run_command(core.engine, command("pin", "word " * 200))
+        pins = await core.store.pins(channel_key=GENERAL.channel_key)
+    assert reply.kind is ReplyKind.ERROR and "Not pinned" in reply.text
+    assert pins == []
+
+
+async def test_a_message_larger_than_the_budget_is_kept_and_explained() -> None:
+    async with running_core(unit_config(memory={"max_context_tokens": 300})) as core:
+        giant = await core.engine.handle_message(said("long " * 1000))
+        stored = await core.store.count_messages(conversation_key=GENERAL.key)
+        asked = len(core.model.chats())
+        after = await core.engine.handle_message(said("short one"))
+    assert giant is not None and giant.kind is ReplyKind.ERROR
+    assert "too long to send" in giant.text
+    assert (stored, asked) == (1, 0)
+    # the giant turn never fits again, but it does not block the turns after it
+    assert after is not None and after.kind is ReplyKind.ANSWER
