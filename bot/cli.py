@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import logging
 import os
-import sqlite3
 import sys
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,7 +29,7 @@ from bot.core.ports.store import StorageError, Store, StoreUnavailable
 from bot.ops.http_server import serve_http
 from bot.run import enabled_platforms, run_platforms
 from bot.telemetry.logs import setup_logging
-from bot.wiring import missing_keys, open_app, open_store
+from bot.wiring import READ_FAILURES, missing_keys, open_app, open_store
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +169,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (StoreUnavailable, StorageError) as exc:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except sqlite3.Error as exc:
+    except READ_FAILURES as exc:
         print(f"bot: database {config.storage.path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

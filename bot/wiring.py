@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -80,6 +81,10 @@ def missing_keys(config: Config) -> list[str]:
         for url, (purpose, setting, key) in endpoints.items()
         if not key.is_set and not is_local(url)
     ]
+
+
+READ_FAILURES: tuple[type[Exception], ...] = (sqlite3.Error,)
+"""What the configured store raises when a read fails (a locked or damaged file)."""
 
 
 async def open_store(
