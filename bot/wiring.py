@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -17,10 +18,11 @@ from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
 from bot.core.observe import NoObserver, ObservedChatModel, Observer
 from bot.core.ports.llm import ApiKey, ChatModel, Embedder
+from bot.core.ports.store import AdminStore, Store, StoreUnavailable
 from bot.core.settings import SettingsSource
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
-from bot.store.sqlite.store import SqliteStore
+from bot.store.sqlite.store import DatabaseError, SqliteStore
 from bot.telemetry.logs import hide_credentials
 from bot.telemetry.metrics import PrometheusObserver
 
@@ -31,7 +33,7 @@ _ENCODING_KEY = "token_encoding"
 @dataclass(frozen=True)
 class App:
     config: Config
-    store: SqliteStore
+    store: Store
     engine: Engine
     chat: OpenAIChatModel
     summary: OpenAIChatModel
@@ -82,9 +84,9 @@ def missing_keys(config: Config) -> list[str]:
     ]
 
 
-def _engine(
+def build_engine(
     config: Config,
-    store: SqliteStore,
+    store: Store,
     *,
     chat: ChatModel,
     summary: ChatModel,
@@ -109,15 +111,57 @@ def _engine(
     )
 
 
+READ_FAILURES: tuple[type[Exception], ...] = (sqlite3.Error,)
+"""What the configured store raises when a read fails (a locked or damaged file)."""
+
+
+async def open_store(
+    config: Config, *, index: bool = True, on_write_failure: Callable[[], None] | None = None
+) -> Store:
+    """The configured database, opened and migrated; :class:`StoreUnavailable` when it cannot
+    be. ``index``: messages stored enter recall's search index (off when recall is off).
+    ``on_write_failure``: called each time a write fails."""
+    try:
+        store = await SqliteStore.open(
+            config.storage.path,
+            busy_timeout_ms=config.storage.busy_timeout_ms,
+            index=index,
+            synchronous=config.storage.synchronous,
+        )
+    except DatabaseError as exc:
+        raise StoreUnavailable(str(exc)) from exc
+    if on_write_failure is not None:
+        store.on_write_failure = on_write_failure
+    return store
+
+
+async def _count_with(store: AdminStore, tokenizer: ChatTokenizer) -> None:
+    """Stored token counts are of messages as the prompt shows them, with the chat model's
+    encoding: recounted when either has changed since they were made."""
+    counted_as = f"{tokenizer.encoding_name} rendering {PROMPT_RENDERING}"
+    if await store.get_meta(key=_ENCODING_KEY) != counted_as:
+        recounted = await store.retokenize(count=tokenizer.count)
+        if recounted:
+            log.info(
+                "recounted %s with %s",
+                counted(recounted, "stored message"),
+                tokenizer.encoding_name,
+            )
+        await store.set_meta(key=_ENCODING_KEY, value=counted_as)
+
+
 @asynccontextmanager
-async def open_app(config: Config) -> AsyncIterator[App]:
+async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterator[App]:
+    """Everything built from ``config``, closed when the block ends. ``store``: one to use
+    instead of the configured database (closed with the rest)."""
     install_encodings()
-    store = await SqliteStore.open(
-        config.storage.path,
-        busy_timeout_ms=config.storage.busy_timeout_ms,
-        index=config.memory.recall_tokens > 0,
-        synchronous=config.storage.synchronous,
-    )
+    metrics = PrometheusObserver() if config.http.port is not None else None
+    if store is None:
+        store = await open_store(
+            config,
+            index=config.memory.recall_tokens > 0,
+            on_write_failure=metrics.storage_write_failed if metrics is not None else None,
+        )
     clients: list[openai.AsyncOpenAI] = []
     try:
         llm = config.llm
@@ -154,26 +198,13 @@ async def open_app(config: Config) -> AsyncIterator[App]:
         summary = OpenAIChatModel(
             summary_client, llm.summary_model, policy=policy, key=summary_key_source(config)
         )
-        metrics = PrometheusObserver() if config.http.port is not None else None
-        if metrics is not None:
-            store.on_write_failure = metrics.storage_write_failed
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
-        # Stored counts are of messages as the prompt shows them: redone when either changes.
-        counted_as = f"{tokenizer.encoding_name} rendering {PROMPT_RENDERING}"
-        if await store.get_meta(_ENCODING_KEY) != counted_as:
-            recounted = await store.retokenize(tokenizer.count)
-            if recounted:
-                log.info(
-                    "recounted %s with %s",
-                    counted(recounted, "stored message"),
-                    tokenizer.encoding_name,
-                )
-            await store.set_meta(_ENCODING_KEY, counted_as)
+        await _count_with(store, tokenizer)
         exact = frozenset({llm.chat_model} if tokenizer.exact else ())
         calibrator = Calibrator(store, exact_models=exact)
         await calibrator.load()
-        engine = _engine(
+        engine = build_engine(
             config,
             store,
             chat=ObservedChatModel(chat, observer, purpose="chat"),

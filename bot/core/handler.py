@@ -269,7 +269,9 @@ class Handler:
         """Whether a platform request (a slash command) is seen for the first time, by any
         process on this database, before or since a restart: a replayed one must not act
         twice."""
-        first = await self.engine.store.claim_request(request_id, keep_seconds=_REQUESTS_KEPT)
+        first = await self.engine.store.claim_request(
+            request_id=request_id, keep_seconds=_REQUESTS_KEPT
+        )
         if not first:
             log.info("ignoring a replayed request (%s)", request_id)
         return first

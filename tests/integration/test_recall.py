@@ -197,7 +197,10 @@ async def test_messages_kept_while_recall_was_off_are_recalled_once_it_is_on(
     assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 0
     db.close()
     async with open_app(make_config(memory=SMALL)) as app:
-        docs = await app.store.term_counts(["tangerine", "1111", "2222", "9090", "密码", "chatter"])
+        docs = await app.store.term_counts(
+            conversation_key=GENERAL.key,
+            terms=["tangerine", "1111", "2222", "9090", "密码", "chatter"],
+        )
         await app.engine.handle_message(
             said("@bot what is the guest WiFi password?", addressed=True)
         )
@@ -321,7 +324,9 @@ async def test_deleting_and_editing_a_message_update_what_recall_finds(
         block = recall_block(last_prompt(llm))
         await engine.handle_message(said("and the locker code?", addressed=True))
         locker = recall_block(last_prompt(llm))
-        docs = await app.store.term_counts(["4242", "1111", "9090", "locker", "vault"])
+        docs = await app.store.term_counts(
+            conversation_key=GENERAL.key, terms=["4242", "1111", "9090", "locker", "vault"]
+        )
     assert "4242" not in block
     assert "[Ana] the vault code is now 9090" in block
     assert "1111" not in locker
@@ -530,7 +535,7 @@ async def test_a_database_from_before_recall_is_indexed_on_open(tmp_path: Path) 
     try:
         found = await store.search_messages(
             conversation_key=GENERAL.key,
-            match=match_expression(query_terms("密码")),
+            terms=query_terms("密码"),
             before_id=10,
             limit=5,
         )

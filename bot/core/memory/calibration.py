@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from bot.core.ports.store import Calibration, Store
+from bot.core.ports.store import Calibration, UsageStore
 
 _SMOOTHING = 0.2
 _MARGIN = 1.03  # a little headroom for texts that tokenize unlike the ones seen so far
@@ -19,7 +19,7 @@ _MIN_RATIO, _MAX_RATIO = 0.5, 4.0
 
 
 class Calibrator:
-    def __init__(self, store: Store, *, exact_models: frozenset[str]) -> None:
+    def __init__(self, store: UsageStore, *, exact_models: frozenset[str]) -> None:
         self._store = store
         self._exact = exact_models
         self._ratios: dict[str, Calibration] = {}
@@ -53,4 +53,4 @@ class Calibrator:
                 model=model, ratio=max(smoothed, ratio), samples=previous.samples + 1
             )
         self._ratios[model] = updated
-        await self._store.save_calibration(updated)
+        await self._store.save_calibration(calibration=updated)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.core.memory.terms import match_expression, query_terms
+from bot.core.memory.terms import query_terms
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
 from bot.core.ports.llm import Embedder, LLMError
@@ -194,7 +194,7 @@ class Recaller:
         terms = [term for term in query_terms(text) if term not in self._common]
         if not terms:
             return []
-        counts = await self._store.term_counts(terms)
+        counts = await self._store.term_counts(conversation_key=conversation_key, terms=terms)
         self._common.update(term for term, docs in counts.items() if docs > COMMON_TERM_DOCS)
         usable = sorted(
             (t for t in terms if 0 < counts.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: counts[t]
@@ -209,7 +209,7 @@ class Recaller:
             searched.append(term)
         hits = await self._store.search_messages(
             conversation_key=conversation_key,
-            match=match_expression(searched),
+            terms=searched,
             before_id=before_id,
             limit=_HITS,
         )

@@ -220,7 +220,7 @@ class Summarizer:
             last_id = max(last_id, previous.last_message_id)
         content = written.content
         saved = await self._store.save_summary(
-            NewSummary(
+            summary=NewSummary(
                 conversation_key=key,
                 content=content,
                 tokens=self._tokenizer.count(content),

@@ -1,14 +1,19 @@
-"""The storage interface the core depends on.
+"""The storage interface the core depends on, split by concern.
 
-SQLite implements it today; a PostgreSQL store for deployments with several replicas can
-implement the same protocol later.
+``MessageStore`` holds the conversations' messages (turns, search, vectors), ``MemoryStore``
+what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token usage and
+tokenizer calibrations, and ``AdminStore`` what operators do to a whole database (backup,
+export, import, health). ``Store`` is all four. Every method takes keyword-only, plain
+arguments. Two implementations: SQLite (``bot.store.sqlite``) and an in-memory store
+(``bot.store.memory``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from bot.core.models import (
     Conversation,
@@ -34,6 +39,10 @@ class StorageError(Exception):
         self.path = path
         self.cause = cause
         self.incident = incident
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be opened, or was written by a newer version of the bot."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +115,31 @@ class Duplicate(Exception):
         self.existing = existing
 
 
-class Store(Protocol):
-    async def generation(self, *, conversation_key: str) -> int: ...
+class ImportedRecords(Protocol):
+    """What an import wrote and skipped."""
+
+    @property
+    def records(self) -> int:
+        """Records written."""
+        ...
+
+    @property
+    def known_facts(self) -> int:
+        """Profile facts skipped: their person's profile already held the same text."""
+        ...
+
+    @property
+    def forgotten_facts(self) -> int:
+        """Profile facts skipped: written before their person's last ``/forget`` here."""
+        ...
+
+
+class MessageStore(Protocol):
+    """The conversations' messages: storing, editing, turns, search and vectors."""
+
+    async def generation(self, *, conversation_key: str) -> int:
+        """How many times the conversation was reset."""
+        ...
 
     async def add_message(
         self,
@@ -143,33 +175,22 @@ class Store(Protocol):
         tokens: int,
         importance: int | None = None,
     ) -> bool:
-        """Replace a message's text (and its importance score, when given)."""
+        """Replace a message's text (and its importance score, when given); its vectors go."""
         ...
 
     async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:
         """Add ``delta`` (+1, -1) to the 📌 marks of a message of the channel or its threads
-        (a thread's copy of its root too); False when no conversation there has it."""
-        ...
-
-    async def important_turns(
-        self,
-        *,
-        conversation_key: str,
-        through_id: int,
-        after_turn: int,
-        through_turn: int,
-        turns: int,
-    ) -> Sequence[TurnCost]:
-        """The newest ``turns`` turns after ``after_turn`` through ``through_turn`` that hold
-        an important message (counting messages with id ``<= through_id``), newest first. A
-        prompt asks after ``turn_costs``: a store may answer as of that request."""
+        (a thread's copy of its root too), never below zero; False when no conversation there
+        has it."""
         ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
 
     async def set_message_id(
         self, *, conversation_key: str, stored_id: int, message_id: str
-    ) -> bool: ...
+    ) -> bool:
+        """Link a stored message to its platform message."""
+        ...
 
     async def find_message(
         self, *, conversation_key: str, message_id: str
@@ -193,9 +214,20 @@ class Store(Protocol):
         """The newest turns (at most ``limit``, at least one while there are any) after
         ``after_turn`` and before ``before_turn`` (None: any) that begin by ``through_id``,
         newest first, each with its messages with id ``<= through_id``: what
-        ``recent_messages`` would return, as turns; none once there are no more. Called for
-        every prompt: a store may keep them in memory between prompts (SQLite does) as long
-        as it sees every change to them, whichever process makes it."""
+        ``recent_messages`` would return, as turns; none once there are no more."""
+        ...
+
+    async def important_turns(
+        self,
+        *,
+        conversation_key: str,
+        through_id: int,
+        after_turn: int,
+        through_turn: int,
+        turns: int,
+    ) -> Sequence[TurnCost]:
+        """The newest ``turns`` turns after ``after_turn`` through ``through_turn`` that hold
+        an important message (counting messages with id ``<= through_id``), newest first."""
         ...
 
     async def messages_between(
@@ -208,9 +240,7 @@ class Store(Protocol):
         self, *, conversation_key: str, ids: Sequence[int]
     ) -> Sequence[StoredMessage]:
         """The rows of a prompt's recent turns, by id (ascending), oldest first; ids that are
-        not there are left out. Called once for every prompt: a store may keep these rows in
-        memory for the next prompt (SQLite does) as long as every change it makes to a message
-        drops its copy."""
+        not there are left out."""
         ...
 
     async def messages_after_turn(
@@ -223,6 +253,12 @@ class Store(Protocol):
         self, *, conversation_key: str, through_turn: int, after_id: int, limit: int
     ) -> Sequence[StoredMessage]:
         """Messages whose turn is at most ``through_turn``, oldest first, from ``after_id``."""
+        ...
+
+    async def messages_by_id(
+        self, *, conversation_key: str, ids: Sequence[int]
+    ) -> Sequence[StoredMessage]:
+        """The conversation's messages among ``ids``, oldest first."""
         ...
 
     async def last_message_id(self, *, conversation_key: str) -> int | None: ...
@@ -238,21 +274,15 @@ class Store(Protocol):
         """Whether the conversation holds an answer of the bot's."""
         ...
 
-    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many indexed messages hold each full-text term (over every conversation)."""
+    async def term_counts(self, *, conversation_key: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many of the conversation's messages hold each term."""
         ...
 
     async def search_messages(
-        self, *, conversation_key: str, match: str, before_id: int, limit: int
+        self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
     ) -> Sequence[tuple[StoredMessage, float]]:
-        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``,
-        with their score, best first."""
-        ...
-
-    async def messages_by_id(
-        self, *, conversation_key: str, ids: Sequence[int]
-    ) -> Sequence[StoredMessage]:
-        """The conversation's messages among ``ids``, oldest first."""
+        """The conversation's messages before ``before_id`` holding any of ``terms``, with a
+        score (higher is better), best first."""
         ...
 
     async def save_vector(
@@ -264,8 +294,8 @@ class Store(Protocol):
     async def unembedded(
         self, *, before_id: int | None, model: str, limit: int
     ) -> Sequence[tuple[int, str]]:
-        """``(id, content)`` of the newest messages before ``before_id`` (None: all) that have
-        no ``model`` vector."""
+        """``(id, content)`` of the newest messages (of any conversation) before ``before_id``
+        (None: all) that have no ``model`` vector."""
         ...
 
     async def vector(self, *, message_id: int, model: str) -> bytes | None: ...
@@ -276,13 +306,30 @@ class Store(Protocol):
         """``(id, vector)`` of the newest ``limit`` embedded messages before ``before_id``."""
         ...
 
+    async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
+        """Delete the conversation's messages (with their search entries and vectors) and
+        summaries (and its channel's pins), and move its generation on; returns how many
+        messages went."""
+        ...
+
+    async def claim_request(self, *, request_id: str, keep_seconds: float) -> bool:
+        """True the first time a platform request (a slash command's trigger id) is seen,
+        by any process; ids are remembered for ``keep_seconds``."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """What is remembered beside the messages: pins, profiles, summaries."""
+
     async def add_pin(
         self, *, channel_key: str, text: str, tokens: int, author_id: str, author_name: str
     ) -> Pin: ...
 
     async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool: ...
 
-    async def pins(self, *, channel_key: str) -> Sequence[Pin]: ...
+    async def pins(self, *, channel_key: str) -> Sequence[Pin]:
+        """The channel's pins, oldest first."""
+        ...
 
     async def add_profile_fact(
         self, *, person: Person, text: str, tokens: int, source: FactSource
@@ -295,7 +342,7 @@ class Store(Protocol):
     async def pins_and_profile(
         self, *, channel_key: str, person: Person
     ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
-        """``pins(channel_key=...)`` and ``profile_facts(person=...)`` in one read."""
+        """``pins(channel_key=...)`` and ``profile_facts(person=...)`` together."""
         ...
 
     async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:
@@ -309,15 +356,15 @@ class Store(Protocol):
     async def latest_summary(self, *, conversation_key: str) -> Summary | None: ...
 
     async def save_summary(
-        self, summary: NewSummary, *, generation: int, previous_id: int | None
+        self, *, summary: NewSummary, generation: int, previous_id: int | None
     ) -> Summary | None:
-        """Store ``summary`` unless the conversation was reset or summarised meanwhile."""
+        """Store ``summary`` unless the conversation was reset (its generation moved on) or
+        summarised (its latest summary is no longer ``previous_id``) meanwhile."""
         ...
 
-    async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
-        """Delete the conversation's messages (with their search index entries and vectors)
-        and summaries (and its channel's pins)."""
-        ...
+
+class UsageStore(Protocol):
+    """Token usage per conversation, and the tokenizer calibrations per model."""
 
     async def record_usage(
         self,
@@ -327,27 +374,88 @@ class Store(Protocol):
         purpose: str,
         prompt_tokens: int,
         completion_tokens: int,
-    ) -> None: ...
+    ) -> None:
+        """Add one request's tokens to the conversation's totals for ``model`` and
+        ``purpose``."""
+        ...
 
-    async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]: ...
+    async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:
+        """The conversation's totals, by purpose then model."""
+        ...
 
     async def calibrations(self) -> Sequence[Calibration]: ...
 
-    async def save_calibration(self, calibration: Calibration) -> None: ...
-
-    async def conversations(self) -> Sequence[ConversationInfo]: ...
-
-    async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
-        """True the first time a platform request (a slash command's trigger id) is seen,
-        by any process; ids are remembered for ``keep_seconds``."""
+    async def save_calibration(self, *, calibration: Calibration) -> None:
+        """Keep ``calibration`` as its model's (replacing the one before)."""
         ...
 
-    async def get_meta(self, key: str) -> str | None: ...
 
-    async def set_meta(self, key: str, value: str) -> None: ...
+class AdminStore(Protocol):
+    """What operators do to a whole database: copy, export, import, check, recount, close."""
 
-    async def retokenize(self, count: Callable[[str], int]) -> int:
+    async def backup(self, *, target: Path, pages: Callable[[int, int], None] = ...) -> None:
+        """A consistent copy of the database at ``target``, taken while the bot runs;
+        ``pages``: how much is copied of how much, after each step."""
+        ...
+
+    async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
+        """One channel's conversations (and its threads'), messages, pins and summaries, and
+        its people's profiles (everything, when None), as ``bot.store.archive`` records."""
+        ...
+
+    async def export_each(
+        self,
+        *,
+        channel_key: str | None,
+        write: Callable[[list[dict[str, Any]]], None],
+        sized: Callable[[int], None] = ...,
+    ) -> int:
+        """:meth:`export_records` a chunk at a time, after telling ``sized`` how many there
+        are; returns how many were written."""
+        ...
+
+    async def import_records(
+        self, *, records: list[dict[str, Any]], advance: Callable[[int], None] = ...
+    ) -> ImportedRecords:
+        """Write exported records, all or none: refused (``ArchiveError``) when a
+        conversation, message, pin or summary is already there."""
+        ...
+
+    async def health_problem(self) -> str | None:
+        """Why the database is not fit to keep messages right now, or None."""
+        ...
+
+    async def ping(self) -> bool:
+        """Whether the database answers a query."""
+        ...
+
+    async def integrity_check(self) -> str:
+        """``ok``, or the first damage found."""
+        ...
+
+    async def synchronous(self) -> str:
+        """How commits reach the disk: ``full``, ``normal`` (or ``off``)."""
+        ...
+
+    async def conversations(self) -> Sequence[ConversationInfo]:
+        """Every conversation, by key."""
+        ...
+
+    async def known_keys(self) -> set[str]:
+        """Every conversation's key, and the channel of every pin (a channel may hold only
+        pins)."""
+        ...
+
+    async def get_meta(self, *, key: str) -> str | None: ...
+
+    async def set_meta(self, *, key: str, value: str) -> None: ...
+
+    async def retokenize(self, *, count: Callable[[str], int]) -> int:
         """Recount every stored token count with ``count``; returns messages recounted."""
         ...
 
     async def close(self) -> None: ...
+
+
+class Store(MessageStore, MemoryStore, UsageStore, AdminStore, Protocol):
+    """All of the store."""

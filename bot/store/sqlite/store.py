@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from bot.core.memory.terms import document_terms, index_text
+from bot.core.memory.terms import document_terms, index_text, match_expression
 from bot.core.models import (
     Conversation,
     FactSource,
@@ -853,8 +853,8 @@ class SqliteStore:
 
     # -- recall ---------------------------------------------------------------------------
 
-    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many stored messages hold each term (over every conversation)."""
+    async def term_counts(self, *, conversation_key: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many stored messages hold each term (still over every conversation)."""
         if not terms:
             return {}
         marks = ", ".join("?" for _ in terms)
@@ -865,10 +865,11 @@ class SqliteStore:
         return {str(row[0]): int(row[1]) for row in rows}
 
     async def search_messages(
-        self, *, conversation_key: str, match: str, before_id: int, limit: int
+        self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
     ) -> Sequence[tuple[StoredMessage, float]]:
-        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``
-        with their bm25 score, best first (the higher the score, the better)."""
+        """The conversation's messages before ``before_id`` holding any of ``terms`` with
+        their bm25 score, best first (the higher the score, the better)."""
+        match = match_expression(list(terms))
         rows = await self._read(
             f"SELECT {_MESSAGE_COLUMNS_M}, -bm25(message_index) AS score"  # noqa: S608
             " FROM message_index CROSS JOIN messages m ON m.id = message_index.rowid"

@@ -17,6 +17,8 @@ import json
 import random
 import re
 
+import pytest
+
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind
 from bot.wiring import open_app
@@ -24,6 +26,7 @@ from tests.conftest import ConfigFactory, is_summary_request
 from tests.integration.slack.test_http import Slack, bot_app, fake_slack, slack
 from tests.support.fake_llm import FakeLLM
 from tests.support.fake_slack import BOT_USER, FakeSlack
+from tests.support.stores import KINDS, StoreKind, app_store
 
 __all__ = ["bot_app", "fake_slack", "slack"]
 
@@ -49,13 +52,14 @@ def markers(text: str) -> set[tuple[str, str]]:
     return {(kind, tag) for kind, tag, _ in MARKER.findall(text)}
 
 
+@pytest.mark.parametrize("kind", KINDS)
 async def test_no_prompt_or_summary_mixes_conversations(
-    make_config: ConfigFactory, llm: FakeLLM
+    make_config: ConfigFactory, llm: FakeLLM, kind: StoreKind
 ) -> None:
     rng = random.Random(4242)
     config = make_config(memory={"max_context_tokens": 500, "keep_recent_turns": 2})
     counter = iter(range(1, 10**6))
-    async with open_app(config) as app:
+    async with open_app(config, store=app_store(kind)) as app:
         engine = app.engine
 
         async def act(tag: str) -> None:

@@ -7,6 +7,8 @@ removed by the person who pinned it or by an admin; anyone else is told who can.
 
 from __future__ import annotations
 
+import pytest
+
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind
 from bot.wiring import App, open_app
@@ -14,6 +16,7 @@ from tests.conftest import ConfigFactory
 from tests.integration.slack.test_http import Slack, bot_app, fake_slack, slack
 from tests.support.fake_llm import FakeLLM
 from tests.support.fake_slack import FakeSlack
+from tests.support.stores import KINDS, StoreKind, app_store
 
 __all__ = ["bot_app", "fake_slack", "slack"]
 GENERAL = Conversation.console("general")
@@ -33,10 +36,12 @@ async def snapshot(app: App) -> tuple[object, ...]:
     return tuple(messages), tuple(pins), summary
 
 
+@pytest.mark.parametrize("kind", KINDS)
 async def test_reset_and_unpin_by_someone_not_allowed_change_nothing(
-    make_config: ConfigFactory, llm: FakeLLM
+    make_config: ConfigFactory, llm: FakeLLM, kind: StoreKind
 ) -> None:
-    async with open_app(make_config(memory={"strategy": "summary"})) as app:
+    config = make_config(memory={"strategy": "summary"})
+    async with open_app(config, store=app_store(kind)) as app:
         engine = app.engine
         await run_command(engine, call("pin", "Ana's pinned fact", who="Ana"))
         for i in range(6):

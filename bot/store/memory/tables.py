@@ -1,0 +1,90 @@
+"""The in-memory store's tables: plain dicts of rows, and the lookups every part shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage, Summary
+from bot.core.ports.store import Calibration
+
+
+@dataclass
+class MessageRow:
+    """A stored message as the store keeps it."""
+
+    id: int
+    conversation: str
+    reply_to: int | None
+    role: Role
+    author_id: str
+    author_name: str
+    content: str
+    tokens: int
+    message_id: str | None
+    created_at: float
+    importance: int = 0
+    marks: int = 0
+
+    @property
+    def turn(self) -> int:
+        return self.reply_to if self.reply_to is not None else self.id
+
+    @property
+    def important(self) -> bool:
+        return self.importance > 0 or self.marks > 0
+
+    def stored(self) -> StoredMessage:
+        return StoredMessage(
+            id=self.id,
+            turn_id=self.turn,
+            role=self.role,
+            author_id=self.author_id,
+            author_name=self.author_name,
+            content=self.content,
+            tokens=self.tokens,
+            created_at=self.created_at,
+            message_id=self.message_id,
+            important=self.important,
+        )
+
+
+@dataclass
+class ConversationRow:
+    key: str
+    channel_key: str
+    generation: int
+    created_at: float
+
+
+class Tables:
+    """What the store holds; ids only grow, per table, as in the SQLite store."""
+
+    def __init__(self) -> None:
+        self.conversation_rows: dict[str, ConversationRow] = {}
+        self.messages: dict[int, MessageRow] = {}
+        self.pin_rows: dict[int, Pin] = {}
+        self.facts: dict[int, ProfileFact] = {}
+        self.forgets: dict[Person, float] = {}
+        self.summaries: dict[int, Summary] = {}
+        self._vectors: dict[int, tuple[str, bytes]] = {}  # message id: model, vector
+        self._usage: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+        self._calibrations: dict[str, Calibration] = {}
+        self._meta: dict[str, str] = {}
+        self._requests: dict[str, float] = {}
+        self._last_ids: dict[str, int] = {}  # per table: the last id given
+
+    def next_id(self, name: str, table: dict[int, Any]) -> int:
+        """A new id for the table ``name``, past every one it held so far (never used twice,
+        even once deleted)."""
+        last = max(self._last_ids.get(name, 0), max(table, default=0)) + 1
+        self._last_ids[name] = last
+        return last
+
+    def _rows(self, conversation_key: str) -> list[MessageRow]:
+        """The conversation's messages, by id."""
+        rows = [row for row in self.messages.values() if row.conversation == conversation_key]
+        return sorted(rows, key=lambda row: row.id)
+
+    def _by_platform_id(self, conversation_key: str, message_id: str) -> MessageRow | None:
+        return next((r for r in self._rows(conversation_key) if r.message_id == message_id), None)
