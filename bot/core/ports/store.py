@@ -161,8 +161,7 @@ class Store(Protocol):
         turns: int,
     ) -> Sequence[TurnCost]:
         """The newest ``turns`` turns after ``after_turn`` through ``through_turn`` that hold
-        an important message (counting messages with id ``<= through_id``), newest first. A
-        prompt asks after ``turn_costs``: a store may answer as of that request."""
+        an important message (counting messages with id ``<= through_id``), newest first."""
         ...
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool: ...
@@ -193,9 +192,7 @@ class Store(Protocol):
         """The newest turns (at most ``limit``, at least one while there are any) after
         ``after_turn`` and before ``before_turn`` (None: any) that begin by ``through_id``,
         newest first, each with its messages with id ``<= through_id``: what
-        ``recent_messages`` would return, as turns; none once there are no more. Called for
-        every prompt: a store may keep them in memory between prompts (SQLite does) as long
-        as it sees every change to them, whichever process makes it."""
+        ``recent_messages`` would return, as turns; none once there are no more."""
         ...
 
     async def messages_between(
@@ -208,9 +205,7 @@ class Store(Protocol):
         self, *, conversation_key: str, ids: Sequence[int]
     ) -> Sequence[StoredMessage]:
         """The rows of a prompt's recent turns, by id (ascending), oldest first; ids that are
-        not there are left out. Called once for every prompt: a store may keep these rows in
-        memory for the next prompt (SQLite does) as long as every change it makes to a message
-        drops its copy."""
+        not there are left out."""
         ...
 
     async def messages_after_turn(
@@ -238,15 +233,15 @@ class Store(Protocol):
         """Whether the conversation holds an answer of the bot's."""
         ...
 
-    async def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many indexed messages hold each full-text term (over every conversation)."""
+    async def term_counts(self, *, conversation_key: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many of the conversation's messages hold each term."""
         ...
 
     async def search_messages(
-        self, *, conversation_key: str, match: str, before_id: int, limit: int
+        self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
     ) -> Sequence[tuple[StoredMessage, float]]:
-        """The conversation's messages before ``before_id`` matching the FTS5 query ``match``,
-        with their score, best first."""
+        """The conversation's messages before ``before_id`` holding any of ``terms``, with a
+        score (higher is better), best first."""
         ...
 
     async def messages_by_id(
