@@ -16,7 +16,7 @@ from bot.core.commands import run_command
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.memory.terms import COMMON_FLOOR, index_text, query_terms
 from bot.core.models import CommandCall, Conversation, IncomingMessage
-from bot.store.sqlite.search import conversation_token, match_expression
+from bot.store.sqlite.search import match_expression
 from bot.store.sqlite.store import SqliteStore
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, is_summary_request
@@ -561,17 +561,12 @@ def test_no_user_text_makes_an_invalid_search(query: str) -> None:
     tokenizer's Unicode tables may tokenize differently: no error, maybe no match.)"""
     db = sqlite3.connect(":memory:")
     db.execute(
-        "CREATE VIRTUAL TABLE t USING fts5"
-        " (body, conversation, tokenize = 'unicode61 remove_diacritics 2')"
+        "CREATE VIRTUAL TABLE t USING fts5 (body, tokenize = 'unicode61 remove_diacritics 2')"
     )
-    db.execute(
-        "INSERT INTO t (body, conversation) VALUES (?, ?)",
-        (index_text("NEAR AND drop 访客 " + query), conversation_token(GENERAL.key)),
-    )
+    db.execute("INSERT INTO t (body) VALUES (?)", (index_text("NEAR AND drop 访客 " + query),))
     terms = query_terms(query)
     if terms:
-        match = match_expression(GENERAL.key, terms)
-        found = db.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,))
+        found = db.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_expression(terms),))
         rows = found.fetchall()  # no syntax error, whatever the text
         if query.isascii() or any("\u4e00" <= c <= "\u9fff" for c in query):
             assert rows == [(1,)], "a message holding the very words was not found"

@@ -242,12 +242,11 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX handled_requests_by_time ON handled_requests (handled_at);
     """,
-    # 10: no Python in the database, search per conversation, no journal. The full-text index
-    # and each conversation's term counts are written by the store (bot.store.sqlite.search) in
-    # the transaction that changes the message, and filled on open; the index knows each
-    # message's conversation, so a search reads only that conversation's entries. Each
-    # conversation counts its messages (plain SQL triggers), so that how common a term is
-    # within it is known at once. A prompt's turns are read from one covering index.
+    # 10: no Python in the database, term counts per conversation, no journal. The full-text
+    # index and each conversation's term counts are written by the store
+    # (bot.store.sqlite.search) in the transaction that changes the message, and filled on
+    # open. Each conversation counts its messages (plain SQL triggers), so that how common a
+    # term is within it is known at once. A prompt's turns are read from one covering index.
     """
     DROP TRIGGER message_index_update;
     DROP TRIGGER message_index_delete;
@@ -257,7 +256,7 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE message_index_terms;
     DROP TABLE message_index;
     CREATE VIRTUAL TABLE message_index USING fts5 (
-        body, conversation, tokenize = 'unicode61 remove_diacritics 2'
+        body, tokenize = 'unicode61 remove_diacritics 2'
     );
     CREATE TABLE search_terms (
         conversation TEXT NOT NULL,

@@ -3,9 +3,10 @@
 Both are written here, by the store, in the transaction that stores, edits or deletes the
 message (no function of ours runs inside SQLite, so the ``sqlite3`` shell reads and writes the
 file). The index holds each message's text as :func:`bot.core.memory.terms.index_text` spells
-it, under its id, and its conversation as one token, so that a search reads only that
-conversation's entries. ``search_terms`` counts, per conversation, the messages that hold each
-term: how common a query's terms are there is known without scanning the index.
+it, under its id; a search keeps the conversation's matches (a token per conversation in the
+index would make FTS5's bm25 count every message of the conversation on each search).
+``search_terms`` counts, per conversation, the messages that hold each term: how common a
+query's terms are there is known without scanning the index.
 
 A message is indexed only where recall is on (the store's ``index``); the messages stored
 while it was off are indexed when the store next opens with it on.
@@ -32,7 +33,7 @@ SEARCH = (
     f"SELECT {MESSAGE_COLUMNS_M} FROM message_index"  # noqa: S608 (constant columns)
     " CROSS JOIN messages m ON m.id = message_index.rowid"
     " WHERE message_index MATCH ? AND message_index.rowid < ? AND m.conversation = ?"
-    " ORDER BY bm25(message_index, 1.0, 0.0) LIMIT ?"
+    " ORDER BY bm25(message_index) LIMIT ?"
 )
 _ADD_TERMS = (
     "INSERT INTO search_terms (conversation, term, docs) VALUES (?, ?, ?)"
@@ -42,31 +43,23 @@ _TAKE_TERMS = "UPDATE search_terms SET docs = docs - ? WHERE conversation = ? AN
 _DROP_TERMS = "DELETE FROM search_terms WHERE conversation = ? AND term = ? AND docs <= 0"
 
 
-def conversation_token(conversation_key: str) -> str:
-    """The conversation as one index token (``unicode61`` keeps letters and digits whole)."""
-    return "c" + conversation_key.encode().hex()
-
-
 def _quoted(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def match_expression(conversation_key: str, terms: Sequence[str]) -> str:
-    """An FTS5 query for the conversation's messages holding any of ``terms``."""
-    body = " OR ".join(_quoted(term) for term in terms)
-    return f"conversation : {conversation_token(conversation_key)} AND body : ({body})"
+def match_expression(terms: Sequence[str]) -> str:
+    """An FTS5 query for the messages holding any of ``terms``."""
+    return " OR ".join(_quoted(term) for term in terms)
 
 
 async def index(db: aiosqlite.Connection, messages: Iterable[tuple[int, str, str]]) -> None:
     """Enter ``(id, conversation, content)`` messages (not in the index yet)."""
-    rows: list[tuple[int, str, str]] = []
+    rows: list[tuple[int, str]] = []
     counts: Counter[tuple[str, str]] = Counter()
     for message_id, conversation_key, content in messages:
-        rows.append((message_id, index_text(content), conversation_token(conversation_key)))
+        rows.append((message_id, index_text(content)))
         counts.update((conversation_key, term) for term in document_terms(content))
-    await db.executemany(
-        "INSERT INTO message_index (rowid, body, conversation) VALUES (?, ?, ?)", rows
-    )
+    await db.executemany("INSERT INTO message_index (rowid, body) VALUES (?, ?)", rows)
     await db.executemany(_ADD_TERMS, [(key, term, n) for (key, term), n in counts.items()])
 
 
@@ -158,7 +151,7 @@ class Search(Connection):
             return []
         rows = await self._rows(
             SEARCH,
-            (match_expression(conversation_key, terms), before_id, conversation_key, limit),
+            (match_expression(terms), before_id, conversation_key, limit),
         )
         if not rows:
             return []
