@@ -155,12 +155,15 @@ class Search(Connection):
         )
         if not rows:
             return []
-        counts = await self.term_counts(conversation_key=conversation_key, terms=terms)
-        size = await self._rows(
-            "SELECT messages FROM conversations WHERE key = ?", (conversation_key,)
+        marks = ", ".join("?" for _ in terms)
+        stats = await self._rows(  # the conversation's size (under NULL), its terms' counts
+            "SELECT NULL, messages FROM conversations WHERE key = ? UNION ALL"  # noqa: S608
+            f" SELECT term, docs FROM search_terms WHERE conversation = ? AND term IN ({marks})",
+            (conversation_key, conversation_key, *terms),
         )
-        messages = next((int(row[0]) for row in size), 0)
-        worth = {term: weight(counts[term], messages) for term in terms}
+        counts = {row[0]: int(row[1]) for row in stats}
+        messages = counts.pop(None, 0)
+        worth = {term: weight(counts.get(term, 0), messages) for term in terms}
         rarest = max(worth, key=lambda term: worth[term])
         scored: list[tuple[StoredMessage, float]] = []
         for row in rows:
