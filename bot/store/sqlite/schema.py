@@ -191,7 +191,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 7: a journal of the changes to stored messages that change what choosing a prompt's
     # turns sees (deleted; tokens or importance changed), whichever connection makes them, so
-    # that what a process keeps in memory of the newest turns (bot.store.sqlite.turncache) stays
+    # that what a process kept in memory of the newest turns (a turn cache, gone since 10) stayed
     # true. message_id NULL: the whole conversation changed (reset, import, recount).
     """
     CREATE TABLE message_changes (
