@@ -17,8 +17,8 @@ new one, and the later of two ``/forget`` times is kept; every other record must
 A message from an export older than importance (no ``importance`` or ``marks``) is scored as
 the bot scores a message it stores, with no 📌 marks. Embedding vectors are not exported:
 with search by meaning on, ``bot run`` embeds the messages that lack one; recall's keyword
-index is written as they are inserted (or when the bot next opens the database with recall
-on).
+index is written in the import's transaction (or when the bot next opens the database with
+recall on).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -83,10 +83,6 @@ _CHANNEL_FILTER = {
     "profile_facts": _CHANNEL_PEOPLE,
     "profile_forgets": _CHANNEL_PEOPLE,
 }
-
-
-MARK_CONVERSATION = "INSERT INTO message_changes (conversation) VALUES (?)"
-"""Tells every process's turn cache that a conversation changed."""
 
 
 class ArchiveError(Exception):
@@ -415,10 +411,13 @@ async def import_records(
     db: aiosqlite.Connection,
     records: list[dict[str, Any]],
     advance: Callable[[int], None] = lambda count: None,
+    *,
+    index: Callable[[aiosqlite.Connection, Iterable[str]], Awaitable[int]] | None = None,
 ) -> Imported:
     """Insert the records in one transaction, ids kept; nothing is written when any of them
     is already there (import into a database without that channel, e.g. after a reset),
-    except profiles, which are merged (the module's docstring says how)."""
+    except profiles, which are merged (the module's docstring says how). ``index``: enters
+    the imported conversations' messages in the search index, in the same transaction."""
     written = known = forgotten = 0
     touched: set[str] = set()
     await db.execute("BEGIN IMMEDIATE")
@@ -450,8 +449,8 @@ async def import_records(
                 if record["type"] == "message":
                     touched.add(str(record["conversation"]))
             written += 1
-        # What a running bot holds of these conversations' turns is read again.
-        await db.executemany(MARK_CONVERSATION, [(key,) for key in touched])
+        if index is not None and touched:
+            await index(db, touched)
         advance(len(records) % _CHUNK)
     except _Clash:
         await db.execute("ROLLBACK")

@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bot.core.memory.terms import document_terms, index_text
-from bot.store.sqlite.store import _MIGRATIONS, SCHEMA_VERSION, _statements
+from bot.store.sqlite.store import SCHEMA_VERSION
 from tests.e2e.test_cli import bot, write_config
+from tests.support import old_schemas
 from tests.support.fake_llm import FakeLLM
 
 HISTORY = "".join(f"note {n}: the deploy window is Tuesday {n}\n" for n in range(8))
@@ -94,12 +94,8 @@ def test_a_database_comes_back_from_a_backup_as_the_docs_say(
 
 def old_database(path: Path, version: int) -> None:
     """A database as a bot of schema ``version`` left it, with a conversation in it."""
-    db = sqlite3.connect(path, isolation_level=None)
-    db.create_function("recall_text", 1, index_text, deterministic=True)
-    db.create_function("recall_terms", 1, document_terms, deterministic=True)
-    for script in _MIGRATIONS[:version]:
-        for statement in _statements(script):
-            db.execute(statement)
+    db = old_schemas.connect(path)
+    old_schemas.build(db, version)
     db.execute(
         "INSERT INTO conversations VALUES ('console:local:team', 'console:local:team', 0, 1)"
     )
@@ -108,7 +104,6 @@ def old_database(path: Path, version: int) -> None:
         " created_at) VALUES ('console:local:team', 'user', 'ana', 'ana', 'the code is 4417',"
         " 9, 1)"
     )
-    db.execute(f"PRAGMA user_version = {version}")
     db.close()
 
 
@@ -128,7 +123,7 @@ def test_an_older_database_is_migrated_at_start(tmp_path: Path, llm_thread: Fake
 def test_a_database_from_a_newer_version_is_refused_and_left_untouched(tmp_path: Path) -> None:
     config = str(write_config(tmp_path, "http://127.0.0.1:9/v1"))
     path = tmp_path / "bot.sqlite3"
-    old_database(path, SCHEMA_VERSION)
+    old_database(path, len(old_schemas.MIGRATIONS))
     db = sqlite3.connect(path)
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.close()

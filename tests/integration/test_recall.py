@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 
 from bot.config import ConfigError
 from bot.core.commands import run_command
-from bot.core.memory import recall
 from bot.core.memory.recall import RECALL_HEADING
-from bot.core.memory.terms import index_text, match_expression, query_terms
+from bot.core.memory.terms import COMMON_FLOOR, index_text, query_terms
 from bot.core.models import CommandCall, Conversation, IncomingMessage
-from bot.store.sqlite.store import _MIGRATIONS, SqliteStore
+from bot.store.sqlite.search import match_expression
+from bot.store.sqlite.store import SqliteStore
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, is_summary_request
+from tests.support import old_schemas
 from tests.support.fake_llm import FakeLLM, count_prompt_tokens, fake_embedding
 
 GENERAL = Conversation.console("general")
@@ -135,26 +136,30 @@ async def test_a_question_full_of_everyday_words_still_finds_the_rare_one(
     assert "[Li] the guest wifi password is tangerine-42" in recall_block(prompt)
 
 
-async def test_a_word_a_reset_made_rare_again_is_searched_for_again(
-    make_config: ConfigFactory, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+async def test_another_channels_chatter_never_hides_a_fact(
+    make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
-    # Terms found common are not looked up again until COMMON_RECHECK searches have passed.
-    monkeypatch.setattr(recall, "COMMON_TERM_DOCS", 10)
-    monkeypatch.setattr(recall, "COMMON_RECHECK", 3)
+    """How common a word is, is decided within the conversation being answered: a word
+    another channel says all day is still searched for here."""
     async with open_app(make_config(memory=SMALL)) as app:
         await app.engine.handle_message(said("the zebra code is 5150", who="Li"))
         await chatter(app, 40)
-        for i in range(12):
+        for i in range(240):  # more than any threshold across the whole database
             await app.engine.handle_message(said(f"zebra crossing {i}", where=RANDOM))
         await app.engine.handle_message(said("zebra?", addressed=True))
-        common = recall_block(last_prompt(llm))
-        await run_command(app.engine, CommandCall(RANDOM, "reset", "", "ana", "Ana"))
-        later = []
-        for _ in range(3):  # each question and its echoed answer hold the word too
-            await app.engine.handle_message(said("zebra?", addressed=True))
-            later.append(recall_block(last_prompt(llm)))
-    assert "5150" not in common  # held by more messages than are worth searching
-    assert "[Li] the zebra code is 5150" in later[-1]
+    prompt = last_prompt(llm)
+    assert "5150" not in turns(prompt), "the fact should have left the recent window"
+    assert "[Li] the zebra code is 5150" in recall_block(prompt)
+
+
+async def test_a_word_most_of_the_conversation_holds_is_not_searched(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("the lunch code is 5150", who="Li"))
+        await chatter(app, COMMON_FLOOR + 20)  # every line says "lunch"
+        await app.engine.handle_message(said("lunch?", addressed=True))
+    assert recall_block(last_prompt(llm)) == ""
 
 
 async def test_a_question_sharing_only_a_particle_pair_recalls_nothing(
@@ -213,7 +218,7 @@ async def test_messages_kept_while_recall_was_off_are_recalled_once_it_is_on(
     assert "xingyun-88" in chinese
     assert "1111" not in locker  # deleted while recall was off: never indexed
     # indexed once each, as they read now
-    assert docs == {"tangerine": 1, "9090": 1, "密码": 1, "chatter": 40}
+    assert docs == {"tangerine": 1, "1111": 0, "2222": 0, "9090": 1, "密码": 1, "chatter": 40}
 
 
 async def test_a_reset_while_recall_is_off_leaves_nothing_in_the_index(
@@ -232,9 +237,10 @@ async def test_a_reset_while_recall_is_off_leaves_nothing_in_the_index(
         == []
     )
     assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 1  # random's
-    docs = dict(db.execute("SELECT term, docs FROM message_index_terms").fetchall())
+    docs = dict(db.execute("SELECT conversation || ' ' || term, docs FROM search_terms"))
     db.close()
-    assert (docs["4242"], docs["7719"], docs["chatter"]) == (0, 1, 0)
+    assert not [key for key in docs if key.startswith(f"{GENERAL.key} ")]  # none of general's
+    assert docs[f"{RANDOM.key} 7719"] == 1
     async with open_app(make_config(memory=SMALL)) as app:
         await chatter(app, 40)
         await app.engine.handle_message(said("what is the vault code?", addressed=True))
@@ -305,9 +311,10 @@ async def test_reset_removes_messages_from_the_index_and_vectors(
     stored = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     assert indexed == vectors == stored == 1 + 3 + 2  # random's message; general since reset
     assert db.execute("SELECT rowid FROM message_index WHERE message_index MATCH '7719'").fetchall()
-    docs = dict(db.execute("SELECT term, docs FROM message_index_terms").fetchall())
-    # random's message, the question and its (echoed) answer
-    assert (docs["4242"], docs["7719"], docs["vault"]) == (0, 1, 3)
+    docs = dict(db.execute("SELECT conversation || ' ' || term, docs FROM search_terms"))
+    # general: the question and its (echoed) answer; random: its message
+    assert f"{GENERAL.key} 4242" not in docs
+    assert (docs[f"{GENERAL.key} vault"], docs[f"{RANDOM.key} 7719"]) == (2, 1)
 
 
 async def test_deleting_and_editing_a_message_update_what_recall_finds(
@@ -519,8 +526,8 @@ NASTY = (
 
 async def test_a_database_from_before_recall_is_indexed_on_open(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(_MIGRATIONS[0])
+    db = old_schemas.connect(path)
+    old_schemas.build(db, 1)
     db.execute(
         "INSERT INTO conversations VALUES ('console:local:general', 'console:local:general', 0, 0)"
     )
@@ -528,8 +535,6 @@ async def test_a_database_from_before_recall_is_indexed_on_open(tmp_path: Path) 
         "INSERT INTO messages (conversation, role, author_id, author_name, content, tokens,"
         " created_at) VALUES ('console:local:general', 'user', 'a', 'Ana', '访客密码是 x-1', 9, 0)"
     )
-    db.execute("PRAGMA user_version = 1")
-    db.commit()
     db.close()
     store = await SqliteStore.open(str(path))
     try:

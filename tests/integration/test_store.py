@@ -1,4 +1,5 @@
-"""The SQLite store: schema, durability settings, and reads that don't grow with history."""
+"""The SQLite store: schema, durability settings, reads that don't grow with history, and
+prompts that show what the database holds, whoever changed it."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.models import Conversation, IncomingMessage, Role
+from bot.core.commands import run_command
+from bot.core.models import CommandCall, Conversation, IncomingMessage, Role
 from bot.core.ports.store import NewSummary
-from bot.store.sqlite.store import _LATEST_SUMMARY_KEY, SCHEMA_VERSION, DatabaseError, SqliteStore
-from bot.wiring import open_app
-from tests.conftest import ConfigFactory
+from bot.core.prompt.assembler import Prompt
+from bot.store.sqlite.store import SCHEMA_VERSION, DatabaseError, SqliteStore
+from bot.wiring import App, open_app
+from tests.conftest import ConfigFactory, is_summary_request
+from tests.support.fake_llm import FakeLLM
 
 GENERAL = Conversation.console("general")
 
@@ -64,20 +68,110 @@ async def test_messages_survive_a_reopen_with_their_turns(tmp_path: Path) -> Non
     assert [(r.content, r.turn_id) for r in rows] == [("answer", question), ("question", question)]
 
 
-async def test_building_a_prompt_reads_through_the_index(tmp_path: Path) -> None:
+def said(text: str, message_id: str | None = None, addressed: bool = True) -> IncomingMessage:
+    return IncomingMessage(GENERAL, "ana", "Ana", text, addressed=addressed, message_id=message_id)
+
+
+def plan_problems(db: sqlite3.Connection, statement: str) -> list[str]:
+    """What in the plan of ``statement`` reads more than the rows it wants: a table scanned
+    (not searched through an index) or rows sorted apart from their index (but a search's
+    matches, which are ranked)."""
+    plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {statement}")]
+    scans = [
+        step
+        for step in plan
+        if step.startswith("SCAN ")
+        and not any(ok in step for ok in (" INDEX ", "VIRTUAL TABLE", "CONSTANT ROW"))
+    ]
+    ranked = "MATCH" in statement and "ORDER BY bm25" in statement
+    sorts = [step for step in plan if "TEMP B-TREE" in step and not ranked]
+    return scans + sorts
+
+
+async def test_the_reads_a_prompt_makes_go_through_indexes(
+    make_config: ConfigFactory, tmp_path: Path
+) -> None:
+    """Every statement the store runs while a message is recorded and its prompt built (with
+    pins, a profile, a summary, recall and important turns in play) is planned by index: none
+    scans a table or sorts the history."""
+    config = make_config(
+        memory={
+            "strategy": "hybrid",
+            "max_context_tokens": 800,
+            "recall_tokens": 200,
+            "summary_threshold": 1.0,
+        }
+    )
+    async with open_app(config) as app:
+        await run_command(app.engine, CommandCall(GENERAL, "pin", "deploys on Fridays", "a", "A"))
+        await run_command(app.engine, CommandCall(GENERAL, "remember", "likes tea", "ana", "Ana"))
+        await app.engine.handle_message(said("the vault code is 4242", "fact"))
+        for number in range(60):
+            await app.engine.handle_message(said(f"note {number}", f"m{number}"))
+        await app.engine.mark_important(GENERAL, "m3", True)
+        await app.store.save_summary(summary("Ana owns billing."), generation=0, previous_id=None)
+        statements: list[str] = []
+        await app.store._db.set_trace_callback(statements.append)
+        last = await app.engine.record(said("what about the vault?"))
+        await build_through(app, last.id)
+        # Sought when turns are left out and none recalled is newer (the assembler decides).
+        await app.store.important_turns(
+            conversation_key=GENERAL.key,
+            through_id=last.id,
+            after_turn=0,
+            through_turn=last.id,
+            turns=8,
+        )
+        await app.store._db.set_trace_callback(None)
+    reads = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]
+    assert any("message_index MATCH" in s for s in reads), "recall searched"
+    assert any("messages_important_by_turn" in s for s in reads)
+    assert any("FROM summaries" in s for s in reads) and any("FROM pins" in s for s in reads)
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    problems = {s: found for s in reads if (found := plan_problems(db, s))}
+    db.close()
+    assert problems == {}
+
+
+async def test_the_plan_check_sees_a_missing_index(tmp_path: Path) -> None:
     store = await SqliteStore.open(str(tmp_path / "bot.sqlite3"))
     await store.close()
     db = sqlite3.connect(tmp_path / "bot.sqlite3")
-    plan = " ".join(
-        row[3]
-        for row in db.execute(
-            "EXPLAIN QUERY PLAN SELECT id FROM messages WHERE conversation = ? AND id > ?"
-            " AND id <= ? AND COALESCE(reply_to, id) > ? ORDER BY id DESC LIMIT 256",
-            ("k", 0, 10, 0),
+    read = "SELECT id FROM messages WHERE conversation = 'k' ORDER BY id DESC LIMIT 5"
+    assert plan_problems(db, read) == []
+    for index in ("messages_by_conversation", "messages_by_turn", "messages_by_platform_id"):
+        db.execute(f"DROP INDEX {index}")
+    db.close()
+    db = sqlite3.connect(tmp_path / "bot.sqlite3")
+    assert plan_problems(db, read) == ["SCAN messages"]
+    db.close()
+
+
+async def test_the_database_is_read_and_written_by_a_plain_sqlite3_connection(
+    tmp_path: Path,
+) -> None:
+    """No function of the bot's runs inside the database: the ``sqlite3`` shell (a
+    connection without them) stores, edits and deletes messages, and the bot sees it."""
+    path = tmp_path / "bot.sqlite3"
+    store = await SqliteStore.open(str(path))
+    try:
+        first = await add(store, "the vault code is 4242")
+        shell = sqlite3.connect(path, isolation_level=None)
+        shell.execute(
+            "INSERT INTO messages (conversation, role, author_id, author_name, content, tokens,"
+            " created_at) VALUES (?, 'user', 'b', 'Bo', 'from the shell', 3, 0)",
+            (GENERAL.key,),
         )
-    )
-    assert "messages_by_conversation" in plan
-    assert "TEMP B-TREE" not in plan  # no sort of the whole history
+        shell.execute("UPDATE messages SET content = 'edited' WHERE id = ?", (first,))
+        shell.execute("DELETE FROM messages WHERE content = 'from the shell'")
+        shell.close()
+        rows = await store.recent_messages(
+            conversation_key=GENERAL.key, through_id=10**9, after_turn=0, limit=10
+        )
+        assert [row.content for row in rows] == ["edited"]
+        assert await store.count_messages(conversation_key=GENERAL.key) == 1
+    finally:
+        await store.close()
 
 
 def summary(text: str) -> NewSummary:
@@ -85,9 +179,9 @@ def summary(text: str) -> NewSummary:
 
 
 async def test_the_latest_summary_is_the_one_stored_whoever_stored_it(tmp_path: Path) -> None:
-    """The bot keeps the summary it read last and reads it again only when a newer one is
-    stored: by itself or by another process (``bot reset`` and a second bot on the same file),
-    even when that one took the id of the one kept."""
+    """The latest summary is the newest one stored: by the bot itself or by another process
+    (``bot reset`` and a second bot on the same file), even one that took an earlier one's id
+    after a reset."""
     path = str(tmp_path / "bot.sqlite3")
     bot, other = await SqliteStore.open(path), await SqliteStore.open(path)
     try:
@@ -95,7 +189,6 @@ async def test_the_latest_summary_is_the_one_stored_whoever_stored_it(tmp_path: 
         first = await bot.save_summary(summary("Ana owns billing."), generation=0, previous_id=None)
         assert first is not None
         assert await bot.latest_summary(conversation_key=GENERAL.key) == first
-        assert await bot.latest_summary(conversation_key=GENERAL.key) is first  # kept
         second = await other.save_summary(
             summary("Ana owns billing; Bo owns search."), generation=0, previous_id=first.id
         )
@@ -113,16 +206,6 @@ async def test_the_latest_summary_is_the_one_stored_whoever_stored_it(tmp_path: 
     finally:
         await bot.close()
         await other.close()
-
-
-async def test_a_prompt_knows_the_latest_summary_from_the_index(tmp_path: Path) -> None:
-    store = await SqliteStore.open(str(tmp_path / "bot.sqlite3"))
-    await store.close()
-    db = sqlite3.connect(tmp_path / "bot.sqlite3")
-    plan = " ".join(
-        row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {_LATEST_SUMMARY_KEY}", ("k",))
-    )
-    assert "COVERING INDEX summaries_by_conversation" in plan  # the summary's text is not read
 
 
 async def test_stored_counts_follow_a_change_of_chat_model_encoding(
@@ -190,3 +273,106 @@ async def test_an_in_memory_database_serves_every_read() -> None:
         ]
     finally:
         await store.close()
+
+
+def last_prompt(llm: FakeLLM) -> list[str]:
+    bodies = [body for body in llm.chat_requests if not is_summary_request(body)]
+    return [message["content"] for message in bodies[-1]["messages"][1:]]
+
+
+async def build_through(app: App, through_id: int) -> Prompt:
+    """The prompt that answering message ``through_id`` builds."""
+    settings = app.engine.settings_for(GENERAL)
+    return await app.engine.assembler.build(
+        settings=settings,
+        conversation_key=GENERAL.key,
+        channel_key=GENERAL.channel_key,
+        through_id=through_id,
+        current_id=through_id,
+        budget=app.engine.budget(settings),
+    )
+
+
+async def prompt_through(app: App, through_id: int) -> list[str]:
+    prompt = await build_through(app, through_id)
+    return [message["content"] for message in prompt.messages]
+
+
+async def test_an_edit_after_a_prompt_was_built_shows_in_the_next(app: App, llm: FakeLLM) -> None:
+    await app.engine.handle_message(said("the meeting is at 3", message_id="m1"))
+    assert "[Ana] the meeting is at 3" in last_prompt(llm)
+    assert await app.engine.edit_message(GENERAL, "m1", "the meeting is at 4")
+    await app.engine.handle_message(said("when is it?"))
+    prompt = last_prompt(llm)
+    assert "[Ana] the meeting is at 4" in prompt
+    assert "[Ana] the meeting is at 3" not in prompt
+
+
+async def test_a_reset_by_another_process_shows_in_the_next_prompt(app: App, llm: FakeLLM) -> None:
+    await app.engine.handle_message(said("my locker code is 4711"))
+    assert "[Ana] my locker code is 4711" in last_prompt(llm)
+    other = await SqliteStore.open(app.store.path)  # what `bot reset` does, from its process
+    try:
+        assert await other.reset(conversation=GENERAL, include_pins=False) == 2
+    finally:
+        await other.close()
+    await app.engine.handle_message(said("what is my code?"))
+    assert last_prompt(llm) == ["[Ana] what is my code?"]
+
+
+async def test_a_prompt_is_the_same_before_and_after_a_restart_after_edits_and_deletes(
+    app: App, llm: FakeLLM
+) -> None:
+    for number in range(12):
+        await app.engine.handle_message(said(f"note {number}", message_id=f"n{number}"))
+    await app.engine.edit_message(GENERAL, "n3", "note three, edited")
+    await app.engine.delete_message(GENERAL, "n5")
+    last = await app.engine.record(said("and now?"))
+    running = await prompt_through(app, last.id)
+    async with open_app(app.config) as restarted:
+        fresh = await prompt_through(restarted, last.id)
+    assert running == fresh
+    assert "[Ana] note three, edited" in running
+    assert "[Ana] note 5" not in running
+    assert running[-1] == "[Ana] and now?"
+
+
+async def test_a_read_under_way_during_an_edit_does_not_bring_the_old_text_back(
+    tmp_path: Path,
+) -> None:
+    store = await SqliteStore.open(str(tmp_path / "bot.sqlite3"))
+    try:
+        stored = await store.add_message(
+            conversation=GENERAL,
+            role=Role.USER,
+            author_id="ana",
+            author_name="Ana",
+            content="old text",
+            tokens=5,
+            message_id="m1",
+            created_at=0.0,
+        )
+        read = asyncio.create_task(
+            store.window_messages(conversation_key=GENERAL.key, ids=[stored.id])
+        )
+        await asyncio.sleep(0)  # the read is queued first
+        await store.edit_message(
+            conversation_key=GENERAL.key, message_id="m1", content="new text", tokens=5
+        )
+        await read
+        again = await store.window_messages(conversation_key=GENERAL.key, ids=[stored.id])
+        assert [row.content for row in again] == ["new text"]
+    finally:
+        await store.close()
+
+
+async def test_a_pushpin_after_a_message_was_in_a_prompt_reaches_the_next_prompts_rows(
+    app: App, llm: FakeLLM
+) -> None:
+    await app.engine.handle_message(said("Ana owns billing", message_id="m1"))
+    last = await app.engine.record(said("ok"))
+    before = await build_through(app, last.id)
+    assert [row.important for row in before.window if row.message_id == "m1"] == [False]
+    assert await app.engine.mark_important(GENERAL, "m1", True)
+    after = await build_through(app, last.id)
+    assert [row.important for row in after.window if row.message_id == "m1"] == [True]

@@ -433,12 +433,7 @@ async def test_an_export_is_imported_whole_into_either_store(
         assert (await there.usage(conversation_key=GENERAL.key)) == []
 
 
-async def test_term_counts_leave_other_conversations_out(
-    store: Store, request: pytest.FixtureRequest
-) -> None:
-    if "sqlite" in request.node.callspec.id:
-        # The SQLite store on this branch still counts over the whole database.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="SQLite counts globally"))
+async def test_term_counts_leave_other_conversations_out(store: Store) -> None:
     await add(store, "tangerine here")
     for n in range(3):
         await add(store, f"tangerine chatter {n}", conversation=RANDOM)

@@ -8,10 +8,10 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from bot.core.memory.terms import document_terms, index_text
 from bot.core.models import Conversation, Role
 from bot.core.ports.store import Duplicate
-from bot.store.sqlite.store import _MIGRATIONS, SqliteStore, _statements
+from bot.store.sqlite.store import SqliteStore
+from tests.support import old_schemas
 
 GENERAL = Conversation("slack", "T1", "C1")
 THREAD = Conversation("slack", "T1", "C1", "5.0")
@@ -56,12 +56,8 @@ async def test_two_connections_storing_the_same_message_store_it_once(tmp_path: 
 def schema_8_database(path: Path) -> None:
     """A database as the version before the rule made it, holding duplicates: a question
     stored twice (answered as its second copy) and a chatter line stored three times."""
-    db = sqlite3.connect(path, isolation_level=None)
-    db.create_function("recall_text", 1, index_text, deterministic=True)
-    db.create_function("recall_terms", 1, document_terms, deterministic=True)
-    for script in _MIGRATIONS[:8]:
-        for statement in _statements(script):
-            db.execute(statement)
+    db = old_schemas.connect(path)
+    old_schemas.build(db, 8)
     rows = [
         (1, None, "user", "question?", "1.1"),
         (2, None, "user", "chatter", "1.2"),
@@ -80,7 +76,6 @@ def schema_8_database(path: Path) -> None:
             " ?, 3, ?, 1.0)",
             (id_, GENERAL.key, reply_to, role, content, platform_id),
         )
-    db.execute("PRAGMA user_version = 8")
     db.close()
 
 

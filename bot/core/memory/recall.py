@@ -1,12 +1,13 @@
 """Recall: the conversation's earlier messages that match the message being answered.
 
 Messages that have left the recent window (and those folded into the lossy summary) are still
-stored. For each prompt, the message being answered is the query: a full-text search (FTS5,
-see :mod:`.terms`) ranks the conversation's messages older than the window by bm25 and,
-when embeddings are on, a cosine search over their stored vectors ranks them by meaning; the
-two rankings are fused by reciprocal rank (each list contributes ``1 / (60 + rank)``). The
-best few single messages, with their date and author, go into the prompt as one system message
-after the summary and before the recent turns, within ``memory.recall_tokens``.
+stored. For each prompt, the message being answered is the query: a full-text search (its
+terms, and which are too common in the conversation to search: :mod:`.terms`) ranks the
+conversation's messages older than the window by bm25 and, when embeddings are on, a cosine
+search over their stored vectors ranks them by meaning; the two rankings are fused by
+reciprocal rank (each list contributes ``1 / (60 + rank)``). The best few single messages,
+with their date and author, go into the prompt as one system message after the summary and
+before the recent turns, within ``memory.recall_tokens``.
 
 Never recalled: another conversation's messages (a thread and its channel are separate), the
 message being answered, anything in the recent window of the same prompt, and messages whose
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.core.memory.terms import query_terms
+from bot.core.memory.terms import query_terms, too_common
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
 from bot.core.ports.llm import Embedder, LLMError
@@ -41,22 +42,14 @@ RECALL_HEADING = (
 )
 MAX_TERMS = 8
 """The rarest terms of a query that are searched for."""
-COMMON_TERM_DOCS = 200
-"""A term held by more stored messages than this is left out of the search: it would rank
-little, and scoring every message that holds it would cost a long scan each turn."""
 SCORED_DOCS = 400
 """About how many stored messages one search may score: the rarest terms are searched for
 first, and a term is left out once the messages holding it would pass this (the rarest is
 always searched). Scoring costs grow with the matching messages, and the terms left out are
 the commonest, which weigh least in bm25."""
-COMMON_RECHECK = 256
-"""Searches after which the terms found common are looked up again (deleting messages, as a
-reset does, can make a common term rare again); until then a query's common terms are known
-without reading the database."""
-_COMMON_HELD = 8192  # the most terms known common at once
 MIN_KEYWORD_SCORE = 0.5
-"""The least bm25 score of a keyword match: matching only words that a good share of all
-messages hold ("the", "是什") is no match."""
+"""The least score of a keyword match: matching only words that a good share of the
+conversation's messages hold ("the", "是什") is no match."""
 _HITS = 24  # candidates read from each search
 _ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
 _RRF_K = 60
@@ -112,8 +105,6 @@ class Recaller:
             role: count(render_line(message)) - count(message.rendered) + 1
             for role, message in sample.items()
         }
-        self._common: set[str] = set()
-        self._searches = 0
 
     def uses_vectors(self, settings: RecallSettings) -> bool:
         """Whether recall under ``settings`` searches by meaning (and so wants vectors)."""
@@ -187,17 +178,16 @@ class Recaller:
     async def _keyword_hits(
         self, conversation_key: str, text: str, before_id: int
     ) -> list[StoredMessage]:
-        self._searches += 1
-        if self._searches >= COMMON_RECHECK or len(self._common) >= _COMMON_HELD:
-            self._common.clear()
-            self._searches = 0
-        terms = [term for term in query_terms(text) if term not in self._common]
+        """The conversation's messages that hold the query's rarest terms there (those too
+        common in it left out, :func:`.terms.too_common`)."""
+        terms = query_terms(text)
         if not terms:
             return []
         counts = await self._store.term_counts(conversation_key=conversation_key, terms=terms)
-        self._common.update(term for term, docs in counts.items() if docs > COMMON_TERM_DOCS)
+        messages = await self._store.count_messages(conversation_key=conversation_key)
         usable = sorted(
-            (t for t in terms if 0 < counts.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: counts[t]
+            (t for t in terms if counts.get(t, 0) > 0 and not too_common(counts[t], messages)),
+            key=lambda t: counts[t],
         )
         if not usable:
             return []
@@ -208,10 +198,7 @@ class Recaller:
                 break
             searched.append(term)
         hits = await self._store.search_messages(
-            conversation_key=conversation_key,
-            terms=searched,
-            before_id=before_id,
-            limit=_HITS,
+            conversation_key=conversation_key, terms=searched, before_id=before_id, limit=_HITS
         )
         return [message for message, score in hits if score >= MIN_KEYWORD_SCORE]
 

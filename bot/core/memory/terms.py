@@ -1,4 +1,4 @@
-"""Full-text search text for SQLite FTS5, in English and Chinese alike.
+"""Search terms, in English and Chinese alike, and when a term is too common to search.
 
 FTS5's ``unicode61`` tokenizer splits on spaces and punctuation, which suits English but
 turns a run of Chinese characters (a whole clause: Chinese has no spaces) into one token;
@@ -9,14 +9,11 @@ and everything else is left for ``unicode61`` (case and diacritics folded). A qu
 the same expansion, using the pairs (or the single character of a one-character run), so
 "密码" finds "访客WiFi密码是多少" and "wifi" finds "WiFi"; a query's pairs that hold a particle or
 pronoun ("码是", "我的") are left out: they join two words' edges and would match at random.
-
-The match expression quotes every term and joins them with OR: user text can never produce
-an FTS5 syntax error, and ``"``, ``*``, ``NEAR``, ``AND``, ``-`` and the like are plain text.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
@@ -27,6 +24,13 @@ _FUNCTION_CHARACTERS = frozenset("的了着吗呢吧啊呀么我你您他她它�
 edges ("移的" from "迁移的", "我写" from "帮我写"), rare as a pair yet meaning nothing."""
 MAX_QUERY_TERMS = 64
 """The most distinct terms read from one query (a long paste is cut there)."""
+COMMON_SHARE = 0.01
+"""A term held by more than this share of a conversation's messages is too common to search:
+its weight in bm25 is small (about ln 100 against ln N for a rare word), and scoring every
+message that holds it costs a scan that grows with the conversation."""
+COMMON_FLOOR = 20
+"""However small the conversation, a term held by this many of its messages is still searched:
+in a new channel a word said a few times is as likely the fact asked about as chatter."""
 
 
 def _pairs(run: str) -> list[str]:
@@ -40,16 +44,31 @@ def index_text(text: str) -> str:
     return _CJK_RUN.sub(lambda m: f" {' '.join([*m.group(), *_pairs(m.group())])} ", text)
 
 
-def document_terms(text: str) -> str:
-    """The distinct terms ``text`` is indexed under, as a JSON array: lowercased words, CJK
-    characters and character pairs. Their counts over all messages tell how common a query
-    term is without scanning the index."""
+def document_terms(text: str) -> set[str]:
+    """The distinct terms ``text`` is indexed under: lowercased words, CJK characters and
+    character pairs. Their counts over a conversation's messages tell how common a query term
+    is there without scanning the index."""
     terms = {word.lower() for word in _WORD.findall(_CJK_RUN.sub(" ", text))}
     for match in _CJK_RUN.finditer(text):
         run = match.group()
         terms.update(run)
         terms.update(_pairs(run))
-    return json.dumps(sorted(terms), ensure_ascii=False)
+    return terms
+
+
+def too_common(docs: int, messages: int) -> bool:
+    """Whether a term held by ``docs`` of a conversation's ``messages`` is left out of its
+    search: held by more than :data:`COMMON_SHARE` of them and more than :data:`COMMON_FLOOR`.
+    Decided within the conversation being answered, so another channel's chatter never hides
+    a fact."""
+    return docs > max(COMMON_FLOOR, COMMON_SHARE * messages)
+
+
+def weight(docs: int, messages: int) -> float:
+    """What matching a term held by ``docs`` of a conversation's ``messages`` is worth: bm25's
+    inverse document frequency, within the conversation (a word every message holds is worth
+    about nothing, one only a single message holds the most)."""
+    return math.log(1.0 + (messages - docs + 0.5) / (docs + 0.5))
 
 
 def query_terms(text: str) -> list[str]:
@@ -75,8 +94,3 @@ def query_terms(text: str) -> list[str]:
     for word in _WORD.findall(text[position:]):
         add(word.lower())
     return terms
-
-
-def match_expression(terms: list[str]) -> str:
-    """An FTS5 query matching any of ``terms``; every term is a quoted string."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections.abc import Iterable, Sequence
 
-from bot.core.memory.terms import document_terms
+from bot.core.memory.terms import document_terms, weight
 from bot.core.models import Conversation, Role, StoredMessage
 from bot.core.ports.store import Duplicate, NewestMessage, TurnCost
 from bot.store.memory.tables import ConversationRow, MessageRow, Tables
 
 
 def _terms(content: str) -> set[str]:
-    return set(json.loads(document_terms(content)))
+    return document_terms(content)
 
 
 def _turns(rows: Iterable[MessageRow]) -> dict[int, list[MessageRow]]:
@@ -253,12 +251,9 @@ class Messages(Tables):
         rows = self._rows(conversation_key)
         held = {row.id: _terms(row.content) for row in rows}
         docs = await self.term_counts(conversation_key=conversation_key, terms=terms)
-        weight = {
-            term: math.log(1 + (len(rows) - count + 0.5) / (count + 0.5))
-            for term, count in docs.items()
-        }
+        worth = {term: weight(count, len(rows)) for term, count in docs.items()}
         scored = [
-            (row.stored(), sum(weight[term] for term in set(terms) if term in held[row.id]))
+            (row.stored(), sum(worth[term] for term in set(terms) if term in held[row.id]))
             for row in rows
             if row.id < before_id
         ]

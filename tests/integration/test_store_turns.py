@@ -1,9 +1,7 @@
-"""What the store keeps in memory of each conversation's newest turns stays the database's
-truth: after any mix of messages stored, replied to, edited, marked, deleted and reset, by
-this process or by another connection to the same file, every page of turns and every search
-for important turns equals what SQL computes from scratch. The cache's sizes are shrunk so
-that a few dozen messages already exercise extending what is held, cutting it back and asking
-SQL for important turns beyond it."""
+"""The turns a prompt is chosen from are the database's truth: after any mix of messages
+stored, replied to, edited, marked, deleted and reset, by this process or by another
+connection to the same file (a plain ``sqlite3`` one, as the shell is), every page of turns and
+every search for important turns equals what is computed from the rows from scratch."""
 
 from __future__ import annotations
 
@@ -13,14 +11,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.memory.terms import document_terms, index_text
 from bot.core.models import Conversation, Role, StoredMessage
 from bot.core.ports.store import TurnCost
-from bot.store.sqlite import turncache
 from bot.store.sqlite.store import SqliteStore
 
 ROOM = Conversation.console("room")
@@ -127,8 +122,6 @@ async def play(script: list[object], folder: Path) -> None:
     path = str(folder / "bot.sqlite3")
     store = await SqliteStore.open(path, index=False)
     other = sqlite3.connect(path, isolation_level=None)  # as another process (bot reset)
-    other.create_function("recall_text", 1, index_text, deterministic=True)
-    other.create_function("recall_terms", 1, document_terms, deterministic=True)
     said: list[tuple[int, str, str]] = []  # (stored id, conversation key, platform id)
     try:
         for number, action in enumerate(script):
@@ -236,16 +229,9 @@ async def look(
     assert important == [t for t in expected if t.important and t.turn <= stop][:wanted]
 
 
-@pytest.fixture(autouse=True)
-def small_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(turncache, "BATCH", 3)
-    monkeypatch.setattr(turncache, "SLACK_TURNS", 1)
-    monkeypatch.setattr(turncache, "SCAN_ROWS", 8)
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(actions, min_size=10, max_size=150))
-def test_turns_held_in_memory_match_the_database(script: list[object]) -> None:
+def test_turns_match_the_database(script: list[object]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(play(script, Path(folder)))
 
@@ -263,11 +249,11 @@ async def chat(store: SqliteStore, number: int) -> StoredMessage:
     )
 
 
-def test_a_long_conversation_is_held_only_as_deep_as_prompts_look() -> None:
+def test_a_long_conversation_pages_back_through_its_newest_turns() -> None:
     async def scenario(folder: Path) -> None:
         store = await SqliteStore.open(str(folder / "bot.sqlite3"), index=False)
         try:
-            for number in range(400):
+            for number in range(120):
                 stored = await chat(store, number)
                 seen: list[int] = []  # the newest 20 turns, as a fit of 20 turns asks
                 while len(seen) < 20 and (
@@ -281,8 +267,6 @@ def test_a_long_conversation_is_held_only_as_deep_as_prompts_look() -> None:
                 ):
                     seen += [turn.turn for turn in page]
                 assert seen == list(range(stored.id, max(stored.id - 20, 0), -1))
-            # A prompt of 20 turns keeps about that many, a few slack turns and one batch.
-            assert store._turns.rows <= 20 + 2 * turncache.SLACK_TURNS + turncache.BATCH + 1
         finally:
             await store.close()
 
@@ -299,9 +283,7 @@ def chatter(count: int, *, important: bool = False) -> list[object]:
     return [Say(0, 5, important, None) for _ in range(count)]
 
 
-def test_turns_let_go_of_are_not_offered_as_important_ones() -> None:
-    # A deep look holds many turns; shallow prompts let most go; a search for important
-    # turns then reaches below what is held.
+def test_important_turns_below_a_shallow_look_are_found() -> None:
     shallow = Look(after_turn=-1, through=0, limit=2, pages=1, important=0)
     run_script(
         [

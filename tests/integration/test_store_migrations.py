@@ -1,0 +1,102 @@
+"""Every released database is taken forward: one of each earlier schema version, built from
+that version's own SQL (tests/support/old_schemas.py) and holding messages, pins and a
+summary, opens with today's store with all of them kept, searchable, and no Python function
+left in the database."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.core.memory.terms import query_terms
+from bot.core.models import Conversation, Role
+from bot.store.sqlite.store import SCHEMA_VERSION, SqliteStore
+from tests.support import old_schemas
+
+GENERAL = Conversation.console("general")
+MESSAGES = (
+    (1, None, "user", "Ana", "the guest wifi password is tangerine-42"),
+    (2, 1, "assistant", "bot", "noted: tangerine-42"),
+    (3, None, "user", "Bo", "明天有客人来，访客WiFi密码是 xingyun-88。"),
+)
+
+
+def old_database(path: Path, version: int) -> None:
+    db = old_schemas.connect(path)
+    old_schemas.build(db, version)
+    db.execute("INSERT INTO conversations VALUES (?, ?, 0, 1.0)", (GENERAL.key, GENERAL.key))
+    for id_, reply_to, role, author, content in MESSAGES:
+        db.execute(
+            "INSERT INTO messages (id, conversation, reply_to, role, author_id, author_name,"
+            " content, tokens, platform_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 7,"
+            " ?, 1.0)",
+            (id_, GENERAL.key, reply_to, role, author.lower(), author, content, f"p{id_}"),
+        )
+    db.execute(
+        "INSERT INTO pins (channel_key, text, tokens, author_id, author_name, created_at)"
+        " VALUES (?, 'deploys on Fridays', 4, 'ana', 'Ana', 1.0)",
+        (GENERAL.channel_key,),
+    )
+    db.execute(
+        "INSERT INTO summaries (conversation, content, tokens, covers_through_turn,"
+        " message_count, first_message_id, last_message_id, compactions, rebuilt, model,"
+        " created_at) VALUES (?, 'Ana runs the guest network.', 6, 1, 2, 1, 2, 1, 0, 'm', 1.0)",
+        (GENERAL.key,),
+    )
+    db.close()
+
+
+@pytest.mark.parametrize("version", range(1, len(old_schemas.MIGRATIONS) + 1))
+async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
+    tmp_path: Path, version: int
+) -> None:
+    path = tmp_path / "bot.sqlite3"
+    old_database(path, version)
+    store = await SqliteStore.open(str(path))
+    try:
+        rows = await store.messages_after_turn(conversation_key=GENERAL.key, after_turn=0, limit=9)
+        pins = await store.pins(channel_key=GENERAL.channel_key)
+        latest = await store.latest_summary(conversation_key=GENERAL.key)
+        english = await store.search_messages(
+            conversation_key=GENERAL.key, terms=["tangerine"], before_id=10, limit=5
+        )
+        chinese = await store.search_messages(
+            conversation_key=GENERAL.key, terms=query_terms("密码"), before_id=10, limit=5
+        )
+        counts = await store.term_counts(conversation_key=GENERAL.key, terms=["tangerine", "42"])
+        stored = await store.count_messages(conversation_key=GENERAL.key)
+        added = await store.add_message(
+            conversation=GENERAL,
+            role=Role.USER,
+            author_id="cy",
+            author_name="Cy",
+            content="the locker code is 1111",
+            tokens=5,
+            message_id="p9",
+            created_at=2.0,
+        )
+        locker = await store.search_messages(
+            conversation_key=GENERAL.key, terms=["locker"], before_id=100, limit=5
+        )
+    finally:
+        await store.close()
+    assert [(m.id, m.turn_id, m.author_name, m.content) for m in rows] == [
+        (id_, reply_to or id_, author, content) for id_, reply_to, _, author, content in MESSAGES
+    ]
+    assert [(p.text, p.author_name) for p in pins] == [("deploys on Fridays", "Ana")]
+    assert latest is not None and latest.content == "Ana runs the guest network."
+    assert sorted(m.id for m, _ in english) == [1, 2]
+    assert [m.id for m, _ in chinese] == [3]
+    assert counts == {"tangerine": 2, "42": 2} and stored == 3
+    assert [m.id for m, _ in locker] == [added.id]
+    shell = sqlite3.connect(path)  # no bot functions registered, as in the sqlite3 shell
+    try:
+        assert shell.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        triggers = [row[0] for row in shell.execute("SELECT sql FROM sqlite_master")]
+        assert not [sql for sql in triggers if sql and "recall_" in sql]
+        shell.execute("DELETE FROM messages WHERE id = 3")
+        shell.commit()
+    finally:
+        shell.close()
