@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,7 +35,7 @@ from bot.config import Config, Strategy
 from bot.core.commands import run_command
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind
-from bot.core.ports.llm import Completion, LLMError
+from bot.core.ports.llm import Completion, LLMError, StreamEnd
 from bot.core.prompt.assembler import Prompt, PromptTooLarge
 from bot.core.wording import counted
 from bot.textfile import NotUtf8, read_text
@@ -232,6 +232,19 @@ class _Recording:
         self.calls += 1
         self.max_reported = max(self.max_reported, completion.prompt_tokens or 0)
         return completion
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> AsyncGenerator[str | StreamEnd, None]:
+        """Unrecorded: the evaluation asks for whole completions."""
+        inner: AsyncGenerator[str | StreamEnd, None] = self._inner.stream(
+            messages, max_tokens=max_tokens, deadline=deadline
+        )
+        return inner
 
 
 @dataclass
