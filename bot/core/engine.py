@@ -233,7 +233,8 @@ class Engine:
         return Pending(message=message, stored=stored)
 
     async def answer(self, pending: Pending, *, reply_id: str | None = None) -> Reply:
-        """Answer an accepted message (``reply_id``: as for ``IncomingMessage.reply_id``)."""
+        """Answer an accepted message (``reply_id``: the platform id the reply will have, when
+        the platform knows it before the reply is written, as Slack's "thinking" message)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
@@ -241,7 +242,7 @@ class Engine:
             return await self._reply(
                 pending.message.conversation,
                 pending.stored,
-                reply_id=reply_id or pending.message.reply_id,
+                reply_id=reply_id,
             )
         finally:
             if task is not None:
