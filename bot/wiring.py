@@ -16,11 +16,12 @@ from bot.core.memory.calibration import Calibrator
 from bot.core.memory.summarizer import Summarizer
 from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
-from bot.core.observe import NoObserver, ObservedChatModel, Observer
+from bot.core.observe import NoObserver, Observer
 from bot.core.ports.llm import ApiKey, ChatModel, Embedder
 from bot.core.ports.store import AdminStore, Store, StoreUnavailable
 from bot.core.settings import SettingsSource
 from bot.core.wording import counted
+from bot.llm.observed import ObservedChatModel
 from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
 from bot.store.sqlite.store import DatabaseError, SqliteStore
 from bot.telemetry.logs import hide_credentials

@@ -192,11 +192,7 @@ class Engine:
         if task is not None:
             self._replying.add(task)
         try:
-            return await self._reply(
-                pending.message.conversation,
-                pending.stored,
-                reply_id=pending.message.reply_id,
-            )
+            return await self._reply(pending.message.conversation, pending.stored)
         finally:
             if task is not None:
                 self._replying.discard(task)
@@ -211,9 +207,7 @@ class Engine:
             if not awaiting:
                 del self._awaiting[key]
 
-    async def _reply(
-        self, conversation: Conversation, stored: StoredMessage, *, reply_id: str | None
-    ) -> Reply:
+    async def _reply(self, conversation: Conversation, stored: StoredMessage) -> Reply:
         settings = self.settings_for(conversation)
         async with self._reply_locks(conversation.key):
             try:
@@ -231,7 +225,7 @@ class Engine:
                 author_name="assistant",
                 content=completion.text,
                 tokens=await self.count(completion.text),
-                message_id=reply_id,
+                message_id=None,
                 created_at=time.time(),
                 reply_to=stored.id,
             )

@@ -70,9 +70,6 @@ class IncomingMessage:
     """Whether the bot should answer it (a DM, a mention, a reply to the bot)."""
     message_id: str | None = None
     sent_at: datetime = field(default_factory=utcnow)
-    reply_id: str | None = None
-    """The platform id the bot's reply will have, when the platform knows it before the reply
-    is written (Slack: the "thinking" message the reply replaces)."""
 
 
 @dataclass(frozen=True)

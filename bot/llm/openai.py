@@ -4,8 +4,9 @@ One ``AsyncOpenAI`` per endpoint for the process. Chat completions retry 429 (ho
 Retry-After), 408, 409, 5xx, timeouts and dropped connections themselves, up to
 ``llm.max_retries`` times, all within one deadline (``llm.reply_deadline_seconds``): a wait
 that would pass it fails at once. The body is read as plain JSON and checked, so that a
-malformed answer is a failure, not a crash. Every failure becomes an :class:`LLMError` whose
-``user_message`` is short, honest and free of secrets.
+malformed answer is a failure, not a crash. Streams (``stream=True``, usage at the end) retry
+only their opening and read each piece within the same deadline. Every failure becomes an
+:class:`LLMError` whose ``user_message`` is short, honest and free of secrets.
 """
 
 from __future__ import annotations
@@ -20,18 +21,20 @@ import math
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar, cast
 from urllib.parse import urlsplit
 
 import openai
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from bot.core.ports.llm import (
     ApiKey,
     Completion,
     Failure,
     LLMError,
+    StreamEnd,
     clean_text,
 )
 
@@ -122,17 +125,53 @@ class OpenAIChatModel:
         max_tokens: int,
         deadline: float | None = None,
     ) -> Completion:
-        policy = self._policy
         if deadline is None:
-            deadline = time.monotonic() + policy.deadline
+            deadline = time.monotonic() + self._policy.deadline
+
+        async def request(within: float) -> Completion:
+            return await self._request(messages, max_tokens=max_tokens, within=within)
+
+        return await self._retrying(request, deadline)
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> AsyncGenerator[str | StreamEnd, None]:
+        """The reply as it is written. Opening the stream is retried as a completion is; once
+        it is open a failure ends it (text already given cannot be taken back), and so does a
+        wait for the next piece longer than the request timeout or past the deadline."""
+        if deadline is None:
+            deadline = time.monotonic() + self._policy.deadline
+        started = time.perf_counter()
+
+        async def request(within: float) -> openai.AsyncStream[ChatCompletionChunk]:
+            return await self._open(messages, max_tokens=max_tokens, within=within)
+
+        chunks = await self._retrying(request, deadline)
+        reading = _StreamReading(self._model)
+        async with chunks:  # closes the response however the stream ends
+            while (chunk := await self._next_chunk(chunks, deadline)) is not None:
+                piece = reading.take(chunk)
+                if piece:
+                    yield piece
+            refusal = reading.refusal()
+            if refusal:
+                yield refusal
+        yield reading.end(seconds=time.perf_counter() - started)
+
+    async def _retrying(self, request: Callable[[float], Awaitable[_T]], deadline: float) -> _T:
+        """``request(within)`` until it succeeds, retrying what :class:`_Retryable` says may
+        be retried, each try bounded by the request timeout and all of them by ``deadline``."""
+        policy = self._policy
         for attempt in itertools.count():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LLMError(Failure.TIMEOUT, "reply deadline passed")
             try:
-                return await self._request(
-                    messages, max_tokens=max_tokens, within=min(policy.timeout, remaining)
-                )
+                return await request(min(policy.timeout, remaining))
             except _Retryable as retryable:
                 error = retryable.error
                 wait = retryable.wait if retryable.wait is not None else _backoff(attempt)
@@ -143,40 +182,140 @@ class OpenAIChatModel:
                 await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
+    @property
+    def _temperature_option(self) -> float | openai.Omit:
+        return openai.omit if self._temperature is None else self._temperature
+
     async def _request(
         self, messages: Sequence[dict[str, str]], *, max_tokens: int, within: float
     ) -> Completion:
         """One request, no retries: a retryable failure comes as :class:`_Retryable`."""
-        extra: dict[str, Any] = {}
-        if self._temperature is not None:
-            extra["temperature"] = self._temperature
         started = time.perf_counter()
         try:
             async with asyncio.timeout(within):  # the whole request, not each read
-                # The messages go in ``extra_body``: they are plain dicts of strings already,
-                # so the SDK's type-driven transform of each message is skipped.
                 raw = await self._client.chat.completions.with_raw_response.create(
                     model=self._model,
-                    messages=[],
+                    messages=_params(messages),
                     max_tokens=max_tokens,
-                    extra_body={"messages": list(messages)},
                     timeout=within,
-                    **extra,
+                    temperature=self._temperature_option,
                 )
                 body = raw.content
         except TimeoutError as exc:
             raise _Retryable(LLMError(Failure.TIMEOUT, "request timed out"), None) from exc
         except openai.APIError as exc:
-            error = _classify(exc, self._key)
-            if _should_retry(exc):
-                raise _Retryable(error, error.retry_after) from exc
-            raise error from exc
+            raise _request_failure(exc, self._key) from exc
         seconds = time.perf_counter() - started
         try:
             data = json.loads(body)
         except ValueError as exc:  # not JSON, or not text
             raise LLMError(Failure.BAD_RESPONSE, type(exc).__name__) from exc
         return read_completion(data, model=self._model, seconds=seconds)
+
+    async def _open(
+        self, messages: Sequence[dict[str, str]], *, max_tokens: int, within: float
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        """A streamed request, up to its headers; failures as :meth:`_request` has them."""
+        try:
+            async with asyncio.timeout(within):
+                return await self._client.chat.completions.create(
+                    model=self._model,
+                    messages=_params(messages),
+                    max_tokens=max_tokens,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    timeout=within,
+                    temperature=self._temperature_option,
+                )
+        except TimeoutError as exc:
+            raise _Retryable(LLMError(Failure.TIMEOUT, "request timed out"), None) from exc
+        except openai.APIError as exc:
+            raise _request_failure(exc, self._key) from exc
+
+    async def _next_chunk(
+        self, chunks: openai.AsyncStream[ChatCompletionChunk], deadline: float
+    ) -> ChatCompletionChunk | None:
+        """The stream's next chunk, None at its end; a stall or a broken stream is an
+        :class:`LLMError` (no retry: the reply is under way)."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LLMError(Failure.TIMEOUT, "reply deadline passed")
+        try:
+            async with asyncio.timeout(min(self._policy.timeout, remaining)):
+                return await anext(chunks, None)
+        except TimeoutError as exc:
+            raise LLMError(Failure.TIMEOUT, "the stream stalled") from exc
+        except openai.APIError as exc:
+            raise _classify(exc, self._key) from exc
+        except ValueError as exc:  # an event that is not JSON
+            raise LLMError(Failure.BAD_RESPONSE, type(exc).__name__) from exc
+
+
+_T = TypeVar("_T")
+
+
+def _params(messages: Sequence[dict[str, str]]) -> list[ChatCompletionMessageParam]:
+    """The messages as the SDK types them: they are role and content dicts already."""
+    return cast("list[ChatCompletionMessageParam]", list(messages))
+
+
+class _StreamReading:
+    """What a stream's chunks have said so far: text pieces as they come, the refusal, the
+    finish reason, the usage (in the last chunk, with ``include_usage``)."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+        self._named: str | None = None
+        self._texted = False
+        self._refusal: list[str] = []
+        self._finish: str | None = None
+        self._prompt_tokens: int | None = None
+        self._completion_tokens: int | None = None
+
+    def take(self, chunk: ChatCompletionChunk) -> str:
+        """The text this chunk adds (made storable; the reply's leading blanks dropped)."""
+        named = getattr(chunk, "model", None)
+        if isinstance(named, str) and named:
+            self._named = clean_text(named)
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
+            self._completion_tokens = _count(getattr(usage, "completion_tokens", None))
+        text = ""
+        for choice in getattr(chunk, "choices", None) or ():
+            if getattr(choice, "index", 0) != 0:
+                continue
+            finish = getattr(choice, "finish_reason", None)
+            self._finish = str(finish) if finish is not None else self._finish
+            delta = getattr(choice, "delta", None)
+            content, refusal = getattr(delta, "content", None), getattr(delta, "refusal", None)
+            if not isinstance(content, str | None) or not isinstance(refusal, str | None):
+                raise LLMError(Failure.BAD_RESPONSE, "a chunk's content is not text")
+            text += clean_text(content or "")
+            self._refusal.append(refusal or "")
+        if not self._texted:
+            text = text.lstrip()
+            self._texted = bool(text)
+        return text
+
+    def refusal(self) -> str:
+        """What to show for a refusal when no text came; empty otherwise."""
+        said = clean_text("".join(self._refusal)).strip()
+        if self._texted or not said:
+            return ""
+        self._texted = True
+        return f"(The model declined to answer: {said})"
+
+    def end(self, *, seconds: float) -> StreamEnd:
+        if not self._texted:
+            raise LLMError(Failure.EMPTY, f"finish_reason={self._finish!r}")
+        return StreamEnd(
+            model=self._named or self._model,
+            prompt_tokens=self._prompt_tokens,
+            completion_tokens=self._completion_tokens,
+            seconds=seconds,
+            finish_reason=self._finish,
+        )
 
 
 class _Retryable(Exception):
@@ -186,6 +325,14 @@ class _Retryable(Exception):
         super().__init__(str(error))
         self.error = error
         self.wait = wait
+
+
+def _request_failure(exc: openai.APIError, key: ApiKey | None) -> Exception:
+    """A failed request as the retry loop takes it: :class:`_Retryable` or a final error."""
+    error = _classify(exc, key)
+    if _should_retry(exc):
+        return _Retryable(error, error.retry_after)
+    return error
 
 
 def _backoff(attempt: int) -> float:
@@ -244,9 +391,7 @@ def read_completion(data: object, *, model: str, seconds: float) -> Completion:
     if not isinstance(content, str | None) or not isinstance(refusal, str | None):
         raise LLMError(Failure.BAD_RESPONSE, "the message's content is not text")
     text = clean_text(content or "").strip()
-    refused = bool(refusal and refusal.strip()) and not text
-    if refused:
-        assert refusal is not None
+    if not text and refusal and refusal.strip():
         text = f"(The model declined to answer: {clean_text(refusal).strip()})"
     if not text:
         raise LLMError(Failure.EMPTY, f"finish_reason={choice.get('finish_reason')!r}")
@@ -259,7 +404,6 @@ def read_completion(data: object, *, model: str, seconds: float) -> Completion:
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
         seconds=seconds,
-        refused=refused,
     )
 
 

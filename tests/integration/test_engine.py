@@ -489,14 +489,25 @@ async def test_a_thread_starts_with_one_copy_of_its_root(app: App, llm: FakeLLM)
 async def test_shutdown_finishes_replies_in_flight_within_the_grace(app: App, llm: FakeLLM) -> None:
     llm.script(Reply(text="done in time", delay=0.3))
     reply = asyncio.create_task(app.engine.handle_message(said("quick")))
-    await asyncio.sleep(0.1)
+    await until_asked(llm)
     await app.engine.aclose(grace=5)
-    answer = await reply
-    assert answer is not None and answer.text == "done in time"
+    # When aclose returns, the reply in flight has finished and its answer is stored.
+    assert reply.done(), "aclose returned before the reply in flight finished"
     stored = await app.store.messages_between(
         conversation_key=GENERAL.key, first_id=0, through_id=10**9
     )
     assert [m.content for m in stored] == ["quick", "done in time"]
+    answer = reply.result()
+    assert answer is not None and answer.text == "done in time"
+
+
+async def until_asked(llm: FakeLLM) -> None:
+    """Until a chat request reaches the model."""
+    for _ in range(500):
+        if llm.chat_requests:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the model was never asked")
 
 
 async def test_shutdown_abandons_a_slow_reply_but_keeps_its_question(
@@ -504,10 +515,7 @@ async def test_shutdown_abandons_a_slow_reply_but_keeps_its_question(
 ) -> None:
     llm.script(Reply(text="too late", delay=30))
     reply = asyncio.create_task(app.engine.handle_message(said("slow")))
-    for _ in range(500):  # until the request reaches the model
-        if llm.chat_requests:
-            break
-        await asyncio.sleep(0.01)
+    await until_asked(llm)
     started = asyncio.get_running_loop().time()
     await app.engine.aclose(grace=0.2)
     assert asyncio.get_running_loop().time() - started < 2

@@ -1,4 +1,5 @@
-"""A local OpenAI-compatible HTTP server for tests: chat completions, models, embeddings.
+"""A local OpenAI-compatible HTTP server for tests: chat completions (whole, or streamed as
+server-sent events with usage at the end), models, embeddings.
 
 Tests point the real ``openai`` SDK at ``FakeLLM.url`` and script what it answers.
 """
@@ -15,10 +16,10 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import tiktoken
 from aiohttp import web
@@ -44,6 +45,16 @@ async def _json_body(request: web.Request) -> Any:
 
 
 @dataclass(frozen=True)
+class Break:
+    """How a streamed reply goes wrong once ``after`` pieces of its text are sent: ``stall``
+    (nothing more comes; the connection stays open), ``drop`` (the connection is cut) or
+    ``error`` (an error event, as OpenAI sends one mid-stream)."""
+
+    after: int
+    how: Literal["stall", "drop", "error"] = "drop"
+
+
+@dataclass(frozen=True)
 class Reply:
     """One scripted answer to a chat completion request (``text=None`` gives ``content: null``)."""
 
@@ -58,6 +69,10 @@ class Reply:
     raw_body: str | None = None
     close_connection: bool = False
     finish_reason: str = "stop"
+    piece_delay: float = 0
+    """Streamed: seconds between pieces."""
+    breaks: Break | None = None
+    """Streamed: how the stream fails part way (None: it does not)."""
 
     @classmethod
     def context_length(cls, max_tokens: int = 8192, requested: int = 9000) -> Reply:
@@ -379,13 +394,36 @@ class FakeLLM:
             return {**chunk, "choices": [item]}
 
         await send(choice({"role": "assistant", "content": "", "refusal": None}))
+        sent = 0
         for key, value in (("content", reply.text), ("refusal", reply.refusal)):
             for piece in re.findall(r"\s*\S+|\s+$", value or ""):
+                if reply.breaks is not None and sent == reply.breaks.after:
+                    return await self._break(request, response, reply.breaks, send)
+                if reply.piece_delay:
+                    await asyncio.sleep(reply.piece_delay)
                 await send(choice({key: piece}))
+                sent += 1
         await send(choice({}, reply.finish_reason))
         if include_usage:
             await send({**chunk, "choices": [], "usage": usage})
         await send("[DONE]")
+        await response.write_eof()
+        return response
+
+    async def _break(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        how: Break,
+        send: Callable[[JSON | str], Awaitable[None]],
+    ) -> web.StreamResponse:
+        if how.how == "stall":
+            await asyncio.sleep(3600)  # cancelled when the client gives up
+        if how.how == "drop":
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError  # ends the handler; aiohttp sends nothing more
+        await send(_error("The server had an error while streaming.", "server_error", None))
         await response.write_eof()
         return response
 

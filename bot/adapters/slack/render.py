@@ -1,4 +1,4 @@
-"""Replies as Slack shows them: Markdown → mrkdwn, split into messages Slack accepts. Pure.
+"""Replies as Slack shows them: Markdown → mrkdwn, in messages Slack accepts. Pure.
 
 Nothing the bot posts can mention anyone: every ``<``, ``>`` and ``&`` of the text is escaped,
 so the only ``<…>`` in the output are links built here, to clean http(s) URLs, shown either as
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from bot.adapters.text import any_fences
+from bot.adapters.text import split as split_text
 
 MAX_CHARS = 3500
 """Slack rejects long messages (``msg_too_long``) near 4,000 characters; stay well below."""
@@ -97,68 +100,7 @@ def to_mrkdwn(markdown: str) -> str:
     return "\n".join(out)
 
 
-def _cut_point(text: str, limit: int) -> int:
-    """Where to end a chunk of ``text`` at most ``limit`` long: the last paragraph break,
-    else the last line break, else the last space, in the chunk's second half."""
-    floor = limit // 2
-    for separator in ("\n\n", "\n", " "):
-        at = text.rfind(separator, floor, limit)
-        if at > 0:
-            return at
-    cut = limit
-    while cut > 1 and text[cut - 1] == "`" == text[cut]:  # never through a run of backticks
-        cut -= 1
-    return cut
-
-
 def split(text: str, limit: int = MAX_CHARS) -> list[str]:
-    """Split into messages of at most ``limit`` characters, at paragraph (or line) breaks,
-    code-fence boundaries preferred; a code block cut in two is closed and reopened, so every
-    message has balanced fences."""
-    chunks: list[str] = []
-    rest = text.strip("\n")
-    reopen = False
-    while rest:
-        prefix = FENCE + "\n" if reopen else ""
-        room = limit - len(prefix) - len("\n" + FENCE)
-        if len(prefix) + len(rest) <= limit:
-            chunk, rest = prefix + rest, ""
-        else:
-            cut = _fence_cut(rest, room) or _outside_markup(rest, _cut_point(rest, room))
-            chunk, rest = prefix + rest[:cut].rstrip(), rest[cut:].lstrip(" ").lstrip("\n")
-        reopen = chunk.count(FENCE) % 2 == 1
-        if reopen:
-            chunk += "\n" + FENCE
-        if chunk.strip():
-            chunks.append(chunk)
-    return chunks
-
-
-def _outside_markup(text: str, cut: int) -> int:
-    """``cut`` moved back to the start of the link or entity (``&amp;``) it would split, so
-    each message holds whole links; unchanged when that would leave nothing before it."""
-    opened = text.rfind("<", 0, cut)
-    if opened > 0 and text.find(">", opened, cut) < 0:
-        cut = opened
-    entity = text.rfind("&", max(0, cut - 4), cut)
-    if entity > 0 and text.find(";", entity, cut) < 0:
-        cut = entity
-    return cut
-
-
-def _fence_cut(text: str, limit: int) -> int | None:
-    """The end of the last closing fence (or start of the last opening one) in the second
-    half of the chunk: code blocks stay whole where they can."""
-    best = None
-    inside = False
-    position = 0
-    for line in text[:limit].split("\n")[:-1]:
-        end = position + len(line)
-        if line.lstrip().startswith(FENCE):
-            if inside and end > limit // 2:
-                best = end
-            elif not inside and position > limit // 2:
-                best = position
-            inside = not inside
-        position = end + 1
-    return best
+    """Messages of at most ``limit`` characters (:func:`bot.adapters.text.split`, with
+    Slack's rule that any ``` opens or closes a code block)."""
+    return [part.text for part in split_text(text, limit, any_fences)]

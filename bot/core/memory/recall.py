@@ -11,7 +11,7 @@ before the recent turns, within ``memory.recall_tokens``.
 
 Never recalled: another conversation's messages (a thread and its channel are separate), the
 message being answered, anything in the recent window of the same prompt, and messages whose
-text is already in a pin. The vector search is brute force in Python over the newest
+text is already in a pin. The vector search is brute force (:mod:`.vectors`) over the newest
 ``memory.recall_vector_limit`` embedded messages of the conversation older than the window
 (the Python here cannot load SQLite extensions such as sqlite-vec).
 """
@@ -19,15 +19,13 @@ text is already in a pin. The vector search is brute force in Python over the ne
 from __future__ import annotations
 
 import logging
-import math
-import operator
-from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.core.memory.terms import query_terms, too_common
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
+from bot.core.memory.vectors import nearest, vector_bytes
 from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
 from bot.core.ports.llm import Embedder, LLMError
 from bot.core.ports.store import Store
@@ -53,12 +51,6 @@ conversation's messages hold ("the", "是什") is no match."""
 _HITS = 24  # candidates read from each search
 _ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
 _RRF_K = 60
-
-
-def vector_bytes(vector: Sequence[float]) -> bytes:
-    """A vector as stored: unit length, float32."""
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return array("f", (x / norm for x in vector)).tobytes()
 
 
 def render_line(message: StoredMessage) -> str:
@@ -218,26 +210,13 @@ class Recaller:
             await self._store.save_vector(
                 message_id=query.id, content=query.content, model=model, vector=stored
             )
-        wanted = array("f")
-        wanted.frombytes(stored)
         rows = await self._store.vectors(
             conversation_key=conversation_key,
             before_id=before_id,
             model=model,
             limit=settings.vector_limit,
         )
-        similar: list[tuple[float, int]] = []
-        floor = settings.min_similarity
-        for message_id, blob in rows:
-            vector = array("f")
-            vector.frombytes(blob)
-            if len(vector) != len(wanted):
-                continue
-            similarity = sum(map(operator.mul, wanted, vector))
-            if similarity >= floor:
-                similar.append((similarity, message_id))
-        similar.sort(reverse=True)
-        return [message_id for _, message_id in similar[:_HITS]]
+        return await nearest(stored, rows, floor=settings.min_similarity, limit=_HITS)
 
     async def backfill(self, *, before_id: int, batch: int = 64) -> int:
         """Embed the messages before ``before_id`` stored without a vector (before embeddings

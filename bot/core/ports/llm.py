@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -132,12 +132,23 @@ class Completion:
     prompt_tokens: int | None
     completion_tokens: int | None
     seconds: float
-    refused: bool = False
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """The last item of a stream: who answered, what it cost, why it stopped."""
+
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    seconds: float
+    finish_reason: str | None
 
 
 class ChatModel(Protocol):
-    """What the core needs of a model: one completion for a list of chat messages, by
-    ``deadline`` (a :func:`time.monotonic` instant; None: the model's own deadline from now)."""
+    """What the core needs of a model: one completion for a list of chat messages, whole or
+    as a stream, by ``deadline`` (a :func:`time.monotonic` instant; None: the model's own
+    deadline from now). Failures of either raise :class:`LLMError`."""
 
     @property
     def model(self) -> str: ...
@@ -149,6 +160,17 @@ class ChatModel(Protocol):
         max_tokens: int,
         deadline: float | None = None,
     ) -> Completion: ...
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> AsyncGenerator[str | StreamEnd, None]:
+        """The reply's text in pieces, in order, then one :class:`StreamEnd`; a stream that
+        stalls past ``deadline`` fails with :attr:`Failure.TIMEOUT`."""
+        ...
 
 
 class Embedder(Protocol):

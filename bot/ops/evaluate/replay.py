@@ -4,7 +4,7 @@ asks its probes."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from bot.config import Config, Strategy
 from bot.core.commands import run_command
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind
-from bot.core.ports.llm import Completion, LLMError
+from bot.core.ports.llm import Completion, LLMError, StreamEnd
 from bot.core.prompt.assembler import PromptTooLarge
 from bot.ops.evaluate.report import FactResult, StrategyResult, locate
 from bot.ops.evaluate.transcript import Fact, PinLine, Probe, Transcript
@@ -58,6 +58,19 @@ class _Recording:
         self.calls += 1
         self.max_reported = max(self.max_reported, completion.prompt_tokens or 0)
         return completion
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        deadline: float | None = None,
+    ) -> AsyncGenerator[str | StreamEnd, None]:
+        """Unrecorded: the evaluation asks for whole completions."""
+        inner: AsyncGenerator[str | StreamEnd, None] = self._inner.stream(
+            messages, max_tokens=max_tokens, deadline=deadline
+        )
+        return inner
 
 
 async def _replay(
