@@ -151,6 +151,51 @@ async def _count_with(store: AdminStore, tokenizer: ChatTokenizer) -> None:
         await store.set_meta(key=_ENCODING_KEY, value=counted_as)
 
 
+def _clients(config: Config) -> list[openai.AsyncOpenAI]:
+    """The chat endpoint's client, then the summary endpoint's: the same one when both are
+    the same endpoint with the same key."""
+    llm = config.llm
+    chat = make_client(
+        base_url=llm.base_url,
+        api_key=llm.api_key,
+        timeout=llm.timeout_seconds,
+        max_retries=llm.max_retries,
+    )
+    summary_key = summary_api_key(config)
+    if config.summary_base_url == llm.base_url and summary_key == llm.api_key:
+        return [chat]
+    summary = make_client(
+        base_url=config.summary_base_url,
+        api_key=summary_key,
+        timeout=llm.timeout_seconds,
+        max_retries=llm.max_retries,
+    )
+    return [chat, summary]
+
+
+def _models(
+    config: Config, chat_client: openai.AsyncOpenAI, summary_client: openai.AsyncOpenAI
+) -> tuple[OpenAIChatModel, OpenAIChatModel]:
+    """The chat and summary models, with one retry policy."""
+    llm = config.llm
+    policy = RetryPolicy(
+        retries=llm.max_retries,
+        timeout=llm.timeout_seconds,
+        deadline=llm.reply_deadline_seconds,
+    )
+    chat = OpenAIChatModel(
+        chat_client,
+        llm.chat_model,
+        temperature=llm.temperature,
+        policy=policy,
+        key=chat_key_source(config),
+    )
+    summary = OpenAIChatModel(
+        summary_client, llm.summary_model, policy=policy, key=summary_key_source(config)
+    )
+    return chat, summary
+
+
 @asynccontextmanager
 async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterator[App]:
     """Everything built from ``config``, closed when the block ends. ``store``: one to use
@@ -163,42 +208,10 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
             index=config.memory.recall_tokens > 0,
             on_write_failure=metrics.storage_write_failed if metrics is not None else None,
         )
-    clients: list[openai.AsyncOpenAI] = []
+    clients = _clients(config)
     try:
         llm = config.llm
-        chat_client = make_client(
-            base_url=llm.base_url,
-            api_key=llm.api_key,
-            timeout=llm.timeout_seconds,
-            max_retries=llm.max_retries,
-        )
-        clients.append(chat_client)
-        summary_key = summary_api_key(config)
-        if config.summary_base_url == llm.base_url and summary_key == llm.api_key:
-            summary_client = chat_client
-        else:
-            summary_client = make_client(
-                base_url=config.summary_base_url,
-                api_key=summary_key,
-                timeout=llm.timeout_seconds,
-                max_retries=llm.max_retries,
-            )
-            clients.append(summary_client)
-        policy = RetryPolicy(
-            retries=llm.max_retries,
-            timeout=llm.timeout_seconds,
-            deadline=llm.reply_deadline_seconds,
-        )
-        chat = OpenAIChatModel(
-            chat_client,
-            llm.chat_model,
-            temperature=llm.temperature,
-            policy=policy,
-            key=chat_key_source(config),
-        )
-        summary = OpenAIChatModel(
-            summary_client, llm.summary_model, policy=policy, key=summary_key_source(config)
-        )
+        chat, summary = _models(config, clients[0], clients[-1])
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
         await _count_with(store, tokenizer)
@@ -211,7 +224,7 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
             chat=ObservedChatModel(chat, observer, purpose="chat"),
             summary=ObservedChatModel(summary, observer, purpose="summary"),
             embedder=(
-                OpenAIEmbedder(chat_client, llm.embedding_model, key=chat_key_source(config))
+                OpenAIEmbedder(clients[0], llm.embedding_model, key=chat_key_source(config))
                 if llm.embedding_model
                 else None
             ),
