@@ -7,14 +7,16 @@ every part renders on its own. Platforms differ only in what opens a code block
 (:func:`line_fences`: a fence line, Markdown's rule; :func:`any_fences`: any triple backtick,
 Slack's). :func:`shorten` keeps the start of a reply too long to post; each adapter posts
 :attr:`LongReply.shown` as messages and :attr:`LongReply.whole` as an attachment named
-:data:`ATTACHMENT_NAME`, with :attr:`LongReply.note` beside it.
+:data:`ATTACHMENT_NAME`, with :attr:`LongReply.note` beside it. Mentions of people in what
+people write are read the same way on every platform (:func:`mentioned`,
+:func:`without_mentions_of`, :func:`named_mentions`), each platform giving only its syntax.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 ATTACHMENT_NAME = "reply.md"
@@ -212,3 +214,32 @@ def shorten(text: str, limit: int) -> LongReply | None:
         f"the whole of it is in {ATTACHMENT_NAME}.)"
     )
     return LongReply(shown=text[:cut].rstrip(), whole=text, note=note)
+
+
+Mention = re.Pattern[str]
+"""A platform's syntax for a mention in message text; its first group is the id mentioned."""
+
+
+def mentioned(text: str, syntax: Mention) -> set[str]:
+    """The ids ``text`` mentions."""
+    return set(syntax.findall(text))
+
+
+def without_mentions_of(text: str, ids: Collection[str], syntax: Mention) -> str:
+    """``text`` with its mentions of ``ids`` (the bot's) removed, with the spaces after them."""
+    return re.sub(rf"(?:{syntax.pattern})[ \t]*", lambda m: _unless(m, ids), text)
+
+
+def named_mentions(text: str, names: Mapping[str, str], syntax: Mention) -> str:
+    """Mentions of the people ``names`` knows shown as ``@name``, as a person reads them; the
+    others are left as written."""
+
+    def name(match: re.Match[str]) -> str:
+        known = names.get(match.group(1))
+        return f"@{known}" if known is not None else match.group(0)
+
+    return syntax.sub(name, text)
+
+
+def _unless(match: re.Match[str], ids: Collection[str]) -> str:
+    return "" if match.group(1) in ids else match.group(0)

@@ -5,10 +5,26 @@ for Slack)."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.adapters.text import Fence, Fences, Part, any_fences, line_fences, shorten, split
+from bot.adapters.discord import translate as discord
+from bot.adapters.slack import translate as slack
+from bot.adapters.text import (
+    Fence,
+    Fences,
+    Part,
+    any_fences,
+    line_fences,
+    mentioned,
+    named_mentions,
+    shorten,
+    split,
+    without_mentions_of,
+)
 
 RULES = {"line": line_fences, "any": any_fences}
 
@@ -123,3 +139,23 @@ def test_a_reply_too_long_is_shortened_at_a_break() -> None:
     assert shorten("short", 100) is None
     long = shorten("a" * 60 + "\n\nsecond part " + "x" * 200, 100)
     assert long is not None and long.shown == "a" * 60
+
+
+@pytest.mark.parametrize(
+    ("syntax", "bot", "ana", "written"),
+    [
+        (slack.MENTION, "U0BOT", "U0ANA", "<@U0BOT>  ask <@U0ANA|ana> and <@U0BOB> about it"),
+        (discord.USER_MENTION, "900", "7001", "<@!900>  ask <@7001> and <@7002> about it"),
+    ],
+    ids=["slack", "discord"],
+)
+def test_mentions_read_the_same_on_every_platform(
+    syntax: re.Pattern[str], bot: str, ana: str, written: str
+) -> None:
+    assert mentioned(written, syntax) >= {bot, ana}
+    text = without_mentions_of(written, {bot}, syntax)
+    shown = named_mentions(text, {ana: "Ana"}, syntax)
+    # The bot's own mention goes with the spaces after it; known people read as @name; an
+    # unknown one stays as written.
+    assert shown.startswith("ask @Ana and <@")
+    assert shown.endswith("> about it")

@@ -7,13 +7,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from bot.adapters.text import named_mentions, without_mentions_of
 from bot.core.models import Conversation, IncomingMessage
 
 PLATFORM = "discord"
 DM_WORKSPACE = "dm"
 PUSHPIN = "📌"
 """The reaction that marks a message important."""
-_USER_MENTION = re.compile(r"<@!?(\d+)>")
+USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&(\d+)>")
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,11 @@ def prompt_text(
     """The bot's own mention (or its role's) removed, other users' mentions shown as
     ``@name``."""
 
-    def name(match: re.Match[str]) -> str:
-        known = mentions.get(int(match.group(1)))
-        return f"@{known}" if known is not None else match.group(0)
-
-    without_bot = re.sub(rf"<@!?{bot_id}>[ \t]?", "", content)
+    text = without_mentions_of(content, {str(bot_id)}, USER_MENTION)
     if own_role_id is not None:
-        without_bot = re.sub(rf"<@&{own_role_id}>[ \t]?", "", without_bot)
-    return _USER_MENTION.sub(name, without_bot).strip()
+        text = without_mentions_of(text, {str(own_role_id)}, _ROLE_MENTION)
+    names = {str(user_id): name for user_id, name in mentions.items()}
+    return named_mentions(text, names, USER_MENTION).strip()
 
 
 def to_incoming(

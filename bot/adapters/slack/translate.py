@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.adapters.text import mentioned, named_mentions, without_mentions_of
 from bot.core.models import CommandCall, Conversation, Deletion, Edit, IncomingMessage, Reaction
 
 PLATFORM = "slack"
@@ -26,7 +27,7 @@ PUSHPIN = "pushpin"
 Payload = Mapping[str, Any]
 
 _USER_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message"})
-_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
+MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 _MARKUP = re.compile(r"<([^<>\s]+(?:\|[^<>]*)?)>")
 
 
@@ -64,22 +65,18 @@ def _team(body: Payload) -> str:
 
 def mentions(text: str) -> set[str]:
     """The user ids ``<@U...>`` mentions in ``text``."""
-    return set(_MENTION.findall(text))
+    return mentioned(text, MENTION)
 
 
 def strip_mention(text: str, user_id: str) -> str:
     """Remove mentions of ``user_id`` (the bot), leaving the rest of the text."""
-    return re.sub(rf"<@{re.escape(user_id)}(?:\|[^>]*)?>\s*", "", text).strip()
+    return without_mentions_of(text, {user_id}, MENTION).strip()
 
 
 def replace_mentions(text: str, names: Mapping[str, str]) -> str:
     """Slack's markup as a person reads it: ``<@U1>`` → ``@Ana`` (for known names),
     ``<#C1|general>`` → ``#general``, ``<!here>`` → ``@here``, ``<https://x|label>`` →
     ``label (https://x)``, and ``&amp;``, ``&lt;``, ``&gt;`` unescaped."""
-
-    def name(match: re.Match[str]) -> str:
-        known = names.get(match.group(1))
-        return f"@{known}" if known else match.group(0)
 
     def other(match: re.Match[str]) -> str:
         target, _, label = match.group(1).partition("|")
@@ -91,7 +88,7 @@ def replace_mentions(text: str, names: Mapping[str, str]) -> str:
             return match.group(0)
         return f"{label} ({target})" if label and label != target else target
 
-    text = _MENTION.sub(name, text)
+    text = named_mentions(text, {k: v for k, v in names.items() if v}, MENTION)
     text = _MARKUP.sub(other, text)
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
