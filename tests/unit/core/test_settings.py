@@ -1,20 +1,19 @@
 """Settings resolved per conversation: the same stored conversation, built with other settings,
 gives the prompt those settings describe; the engine asks for a conversation's settings at the
-start of each turn. Real SQLite, the real openai SDK, the local model server."""
+start of each turn. In-process: the in-memory store and the in-process chat model."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from bot.config import Strategy
+from bot.core.engine import Engine
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.models import Conversation, IncomingMessage, Person
 from bot.core.prompt.assembler import Speaker
 from bot.core.prompt.layout import Prompt
 from bot.core.settings import Settings, SettingsSource
-from bot.wiring import App
-from tests.conftest import is_summary_request
-from tests.support.fake_llm import FakeLLM
+from tests.support.core import running_core, unit_config
 
 GENERAL = Conversation.console("general")
 RANDOM = Conversation.console("random")
@@ -25,35 +24,35 @@ def said(text: str, where: Conversation = GENERAL, addressed: bool = True) -> In
     return IncomingMessage(where, "ana", "Ana", text, addressed=addressed)
 
 
-async def build(app: App, settings: Settings, through_id: int) -> Prompt:
-    return await app.engine.assembler.build(
+async def build(engine: Engine, settings: Settings, through_id: int) -> Prompt:
+    return await engine.assembler.build(
         settings=settings,
         conversation_key=GENERAL.key,
         channel_key=GENERAL.channel_key,
         through_id=through_id,
         current_id=through_id,
-        budget=app.engine.budget(settings),
+        budget=engine.budget(settings),
         speaker=Speaker(Person.of(GENERAL, "ana"), "Ana"),
     )
 
 
-async def test_one_stored_conversation_built_with_two_settings_gives_two_prompts(
-    app: App,
-) -> None:
-    for i in range(6):
-        await app.engine.handle_message(said(f"message number {i}"))
-    last = await app.engine.record(said("and the last one"), embed=False)
-    defaults = app.engine.settings_for(GENERAL)
-    pirate = replace(defaults, system_prompt=PIRATE, strategy=Strategy.WINDOW, window_turns=2)
+async def test_one_stored_conversation_built_with_two_settings_gives_two_prompts() -> None:
+    async with running_core(unit_config()) as core:
+        engine = core.engine
+        for i in range(6):
+            await engine.handle_message(said(f"message number {i}"))
+        last = await engine.record(said("and the last one"), embed=False)
+        defaults = engine.settings_for(GENERAL)
+        pirate = replace(defaults, system_prompt=PIRATE, strategy=Strategy.WINDOW, window_turns=2)
 
-    usual = await build(app, defaults, last.id)
-    other = await build(app, pirate, last.id)
+        usual = await build(engine, defaults, last.id)
+        other = await build(engine, pirate, last.id)
 
     assert usual.messages[0]["content"].startswith("You are a test assistant.")
     assert other.messages[0]["content"].startswith(PIRATE)
     assert PIRATE not in usual.messages[0]["content"]
     # The system prompt is counted in each prompt, as each has it.
-    count = app.engine.tokenizer.count
+    count = engine.tokenizer.count
     assert usual.breakdown["system"] == count("You are a test assistant.") + MESSAGE_OVERHEAD
     assert other.breakdown["system"] == count(PIRATE) + MESSAGE_OVERHEAD
     # The defaults hold the whole conversation; the window strategy its newest two turns.
@@ -76,12 +75,12 @@ class _PerChannel(SettingsSource):
         return settings
 
 
-async def test_each_turn_is_built_with_its_conversations_settings(app: App, llm: FakeLLM) -> None:
-    app.engine.settings = _PerChannel(app.engine.settings_for(GENERAL))
-    await app.engine.handle_message(said("hello general"))
-    await app.engine.handle_message(said("hello random", where=RANDOM))
-    await app.engine.handle_message(said("hello again"))
-    systems = [
-        body["messages"][0]["content"] for body in llm.chat_requests if not is_summary_request(body)
-    ]
+async def test_each_turn_is_built_with_its_conversations_settings() -> None:
+    async with running_core(unit_config()) as core:
+        engine = core.engine
+        engine.settings = _PerChannel(engine.settings_for(GENERAL))
+        await engine.handle_message(said("hello general"))
+        await engine.handle_message(said("hello random", where=RANDOM))
+        await engine.handle_message(said("hello again"))
+    systems = [messages[0]["content"] for messages in core.model.chats()]
     assert [text.startswith(PIRATE) for text in systems] == [False, True, False]
