@@ -31,7 +31,7 @@ from bot.core.wording import counted
 
 __all__ = ["Assembler", "Prompt", "PromptTooLarge", "Speaker"]
 
-_FIRST_PAGE, _MAX_PAGE = 32, 512  # turns asked for at a time
+_FIRST_PAGE, _MAX_PAGE = 128, 512  # turns asked for at a time: one read fits most prompts
 _QUERY_LOOKBACK = 50  # /stats: the newest user message among this many is recall's query
 IMPORTANT_LOOKBACK = 32
 """How many important turns older than the window are considered for a place in it."""

@@ -186,7 +186,7 @@ class Head:
         text = _join(system_prompt, sections)
         return cls(
             text=text,
-            tokens=count(text) + MESSAGE_OVERHEAD,
+            tokens=_head_tokens(count, text, summary, summary_text) + MESSAGE_OVERHEAD,
             count=count,
             pins_text=pins_text,
             profile_text=profile,
@@ -209,3 +209,20 @@ class Head:
     def system(self) -> int:
         """What the system prompt takes (with the message's overhead)."""
         return self.tokens - self.pins - self.profile - self.summary
+
+
+def _head_tokens(count: Count, text: str, summary: Summary | None, summary_text: str) -> int:
+    """What the head takes. The summary, last and the largest part, comes with its count from
+    when it was made: its text is counted only when it is shown otherwise than stored (a line
+    indented), or could join the token before it (it starts with white space). A line break
+    followed by a letter or a mark always starts a new token, so the parts add up exactly."""
+    prefix = SUMMARY_HEADING + "\n"
+    if (
+        summary is None
+        or not summary.content
+        or summary.content[0].isspace()
+        or summary_text != prefix + summary.content
+        or not text.endswith(summary_text)
+    ):
+        return count(text)
+    return count(text[: len(text) - len(summary.content)]) + summary.tokens
