@@ -35,13 +35,14 @@ def rank(query: bytes, rows: Sequence[tuple[int, bytes]], *, floor: float, limit
     """What :func:`nearest` returns, computed here. Rows of another dimension than the
     query's (another model's) are left out; equal similarities rank the newer (higher) id
     first."""
-    wanted = np.frombuffer(query, dtype=np.float32).astype(np.float64)
+    wanted = np.frombuffer(query, dtype=np.float32)
     same = [(message_id, blob) for message_id, blob in rows if len(blob) == len(query)]
     if not same or wanted.size == 0:
         return []
     ids = np.fromiter((message_id for message_id, _ in same), dtype=np.int64, count=len(same))
     matrix = np.frombuffer(b"".join(blob for _, blob in same), dtype=np.float32)
-    similarity = (matrix.reshape(len(same), wanted.size) * wanted).sum(axis=1)
+    # One matrix-vector product (BLAS, without the GIL), no temporary matrix.
+    similarity = (matrix.reshape(len(same), wanted.size) @ wanted).astype(np.float64)
     order = np.lexsort((ids, similarity))[::-1]  # similarity, then id, both descending
     kept = order[similarity[order] >= floor][:limit]
     return [int(message_id) for message_id in ids[kept]]
