@@ -23,11 +23,11 @@ import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import openai
-from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
+from openai.types.chat import ChatCompletionChunk
 
 from bot.core.ports.llm import (
     ApiKey,
@@ -195,7 +195,8 @@ class OpenAIChatModel:
             async with asyncio.timeout(within):  # the whole request, not each read
                 raw = await self._client.chat.completions.with_raw_response.create(
                     model=self._model,
-                    messages=_params(messages),
+                    messages=[],
+                    extra_body=_body(messages),
                     max_tokens=max_tokens,
                     timeout=within,
                     temperature=self._temperature_option,
@@ -220,7 +221,8 @@ class OpenAIChatModel:
             async with asyncio.timeout(within):
                 return await self._client.chat.completions.create(
                     model=self._model,
-                    messages=_params(messages),
+                    messages=[],
+                    extra_body=_body(messages),
                     max_tokens=max_tokens,
                     stream=True,
                     stream_options={"include_usage": True},
@@ -254,9 +256,13 @@ class OpenAIChatModel:
 _T = TypeVar("_T")
 
 
-def _params(messages: Sequence[dict[str, str]]) -> list[ChatCompletionMessageParam]:
-    """The messages as the SDK types them: they are role and content dicts already."""
-    return cast("list[ChatCompletionMessageParam]", list(messages))
+def _body(messages: Sequence[dict[str, str]]) -> dict[str, object]:
+    """The messages as the request body carries them. They are plain role and content strings
+    already, so they go in the body as they are (``messages=[]`` satisfies the signature; the
+    SDK merges ``extra_body`` over it): through the typed parameter, the SDK walks every message
+    against its union of message types with the GIL held, which was the bot's largest CPU cost
+    under load (``bench/soak.py``), growing with the prompt."""
+    return {"messages": list(messages)}
 
 
 class _StreamReading:
