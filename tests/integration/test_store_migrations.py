@@ -5,6 +5,7 @@ left in the database."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -100,3 +101,12 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
         shell.commit()
     finally:
         shell.close()
+
+
+def test_no_released_migration_was_edited() -> None:
+    """Databases of earlier versions exist as those scripts made them: editing one would make
+    this test (and every database built by the edited script) differ from them."""
+    found = tuple(
+        hashlib.sha256(script.encode()).hexdigest()[:12] for script in old_schemas.MIGRATIONS
+    )
+    assert found == old_schemas.RELEASED_SHA256

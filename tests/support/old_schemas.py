@@ -1,7 +1,7 @@
-"""The SQL of schema versions 1 to 9, as released (the bot's ``PRAGMA user_version``).
+"""Databases of schema versions 1 to 9, as released (the bot's ``PRAGMA user_version``).
 
-Test data: a database of any earlier version is built from these scripts, as that version of
-the bot built it, so that a test can open it with today's store. Versions 2 to 9 call the
+A database of any earlier version is built from the store's own first migrations, as that
+version of the bot built it, so that a test can open it with today's store. Versions 2 to 9 call the
 ``recall_text`` and ``recall_terms`` functions those bots registered on every connection
 (:func:`connect` registers them too).
 """
@@ -13,257 +13,30 @@ import sqlite3
 from pathlib import Path
 
 from bot.core.memory.terms import document_terms, index_text
+from bot.store.sqlite import schema
 
-MIGRATIONS: tuple[str, ...] = (
-    # 1: the initial schema.
-    """
-    CREATE TABLE conversations (
-        key TEXT PRIMARY KEY,
-        channel_key TEXT NOT NULL,
-        generation INTEGER NOT NULL DEFAULT 0,
-        created_at REAL NOT NULL
-    );
-    CREATE TABLE messages (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        conversation TEXT NOT NULL,
-        reply_to INTEGER,
-        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-        author_id TEXT NOT NULL,
-        author_name TEXT NOT NULL,
-        content TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        platform_message_id TEXT,
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX messages_by_conversation ON messages (conversation, id, reply_to, tokens);
-    CREATE INDEX messages_by_platform_id ON messages (conversation, platform_message_id)
-        WHERE platform_message_id IS NOT NULL;
-    CREATE TABLE pins (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        channel_key TEXT NOT NULL,
-        text TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        author_id TEXT NOT NULL,
-        author_name TEXT NOT NULL,
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX pins_by_channel ON pins (channel_key, id);
-    CREATE TABLE summaries (
-        id INTEGER PRIMARY KEY,
-        conversation TEXT NOT NULL,
-        content TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        covers_through_turn INTEGER NOT NULL,
-        message_count INTEGER NOT NULL,
-        first_message_id INTEGER NOT NULL,
-        last_message_id INTEGER NOT NULL,
-        compactions INTEGER NOT NULL,
-        rebuilt INTEGER NOT NULL,
-        model TEXT NOT NULL,
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX summaries_by_conversation ON summaries (conversation, id);
-    CREATE TABLE usage (
-        conversation TEXT NOT NULL,
-        model TEXT NOT NULL,
-        purpose TEXT NOT NULL,
-        requests INTEGER NOT NULL,
-        prompt_tokens INTEGER NOT NULL,
-        completion_tokens INTEGER NOT NULL,
-        PRIMARY KEY (conversation, model, purpose)
-    );
-    CREATE TABLE calibration (
-        model TEXT PRIMARY KEY,
-        ratio REAL NOT NULL,
-        samples INTEGER NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    CREATE TABLE meta (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    );
-    """,
-    # 2: recall. A full-text index of every message (rowid = messages.id, the text as
-    # bot.core.memory.terms.index_text spells it) and how many messages hold each term, kept by
-    # triggers in the statement that changes the message (through the recall_text and
-    # recall_terms functions every connection registers); the messages' embedding vectors,
-    # dropped with the message or when its text changes.
-    """
-    CREATE VIRTUAL TABLE message_index USING fts5 (
-        body, tokenize = 'unicode61 remove_diacritics 2'
-    );
-    CREATE TABLE message_index_terms (
-        term TEXT PRIMARY KEY,
-        docs INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE message_vectors (
-        message_id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
-        model TEXT NOT NULL,
-        vector BLOB NOT NULL
-    );
-    CREATE TRIGGER message_index_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO message_index (rowid, body) VALUES (new.id, recall_text(new.content));
-        INSERT INTO message_index_terms (term, docs)
-            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
-            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
-    END;
-    CREATE TRIGGER message_index_update AFTER UPDATE OF content ON messages BEGIN
-        UPDATE message_index SET body = recall_text(new.content) WHERE rowid = new.id;
-        UPDATE message_index_terms SET docs = docs - 1
-            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
-        INSERT INTO message_index_terms (term, docs)
-            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
-            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
-        DELETE FROM message_vectors WHERE message_id = new.id;
-    END;
-    CREATE TRIGGER message_index_delete AFTER DELETE ON messages BEGIN
-        DELETE FROM message_index WHERE rowid = old.id;
-        UPDATE message_index_terms SET docs = docs - 1
-            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
-    END;
-    INSERT INTO message_index (rowid, body) SELECT id, recall_text(content) FROM messages;
-    INSERT INTO message_index_terms (term, docs)
-        SELECT value, COUNT(*) FROM messages, json_each(recall_terms(messages.content))
-        GROUP BY value;
-    """,
-    # 3: user profiles, per person in a workspace; when each person last deleted from theirs.
-    """
-    CREATE TABLE profile_facts (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        platform TEXT NOT NULL,
-        workspace TEXT NOT NULL,
-        user_id TEXT NOT NULL,
-        text TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        source TEXT NOT NULL CHECK (source IN ('user', 'summary')),
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX profile_facts_by_person ON profile_facts (platform, workspace, user_id, id);
-    CREATE TABLE profile_forgets (
-        platform TEXT NOT NULL,
-        workspace TEXT NOT NULL,
-        user_id TEXT NOT NULL,
-        forgot_at REAL NOT NULL,
-        PRIMARY KEY (platform, workspace, user_id)
-    );
-    """,
-    # 4: importance: the scorer's score at insert, and the 📌 reactions a message carries.
-    """
-    ALTER TABLE messages ADD COLUMN importance INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE messages ADD COLUMN marks INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX messages_important ON messages (conversation, id, reply_to, importance, marks)
-        WHERE importance > 0 OR marks > 0;
-    CREATE INDEX messages_by_turn
-        ON messages (conversation, COALESCE(reply_to, id), reply_to, tokens);
-    """,
-    # 5: a message enters the recall index only where recall is on (a connection's TEMP
-    # trigger, _INDEX_ON_INSERT, and a catch-up on open); editing or deleting a message
-    # updates the index and the term counts only when the message is in the index.
-    """
-    DROP TRIGGER message_index_insert;
-    DROP TRIGGER message_index_update;
-    DROP TRIGGER message_index_delete;
-    CREATE TRIGGER message_vectors_update AFTER UPDATE OF content ON messages BEGIN
-        DELETE FROM message_vectors WHERE message_id = new.id;
-    END;
-    CREATE TRIGGER message_index_update AFTER UPDATE OF content ON messages
-    WHEN EXISTS (SELECT 1 FROM message_index WHERE rowid = old.id) BEGIN
-        UPDATE message_index SET body = recall_text(new.content) WHERE rowid = new.id;
-        UPDATE message_index_terms SET docs = docs - 1
-            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
-        INSERT INTO message_index_terms (term, docs)
-            SELECT value, 1 FROM json_each(recall_terms(new.content)) WHERE true
-            ON CONFLICT (term) DO UPDATE SET docs = docs + 1;
-    END;
-    CREATE TRIGGER message_index_delete AFTER DELETE ON messages
-    WHEN EXISTS (SELECT 1 FROM message_index WHERE rowid = old.id) BEGIN
-        DELETE FROM message_index WHERE rowid = old.id;
-        UPDATE message_index_terms SET docs = docs - 1
-            WHERE term IN (SELECT value FROM json_each(recall_terms(old.content)));
-    END;
-    """,
-    # 6: the index a prompt's turns are chosen from says which messages are important, so
-    # that important turns are known without reading their rows; important messages are
-    # found by turn, newest first, rather than by id.
-    """
-    DROP INDEX messages_by_conversation;
-    CREATE INDEX messages_by_conversation
-        ON messages (conversation, id, reply_to, tokens, importance, marks);
-    DROP INDEX messages_important;
-    CREATE INDEX messages_important_by_turn ON messages (conversation, COALESCE(reply_to, id))
-        WHERE importance > 0 OR marks > 0;
-    """,
-    # 7: a journal of the changes to stored messages that change what choosing a prompt's
-    # turns sees (deleted; tokens or importance changed), whichever connection makes them, so
-    # that what a process keeps in memory of the newest turns (bot.store.sqlite.turncache) stays
-    # true. message_id NULL: the whole conversation changed (reset, import, recount).
-    """
-    CREATE TABLE message_changes (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        conversation TEXT NOT NULL,
-        message_id INTEGER,
-        deleted INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX message_changes_by_conversation ON message_changes (conversation, seq);
-    CREATE TRIGGER message_changes_update AFTER UPDATE OF tokens, importance, marks ON messages
-    WHEN old.tokens IS NOT new.tokens
-        OR (old.importance > 0 OR old.marks > 0) IS NOT (new.importance > 0 OR new.marks > 0)
-    BEGIN
-        INSERT INTO message_changes (conversation, message_id) VALUES (new.conversation, new.id);
-    END;
-    CREATE TRIGGER message_changes_delete AFTER DELETE ON messages BEGIN
-        INSERT INTO message_changes (conversation, message_id, deleted)
-            VALUES (old.conversation, old.id, 1);
-    END;
-    """,
-    # 8: a conversation's latest summary is known from the index alone (id and time made), so
-    # that a prompt reads the summary's row (a few pages of text) only when it is a new one.
-    """
-    DROP INDEX summaries_by_conversation;
-    CREATE INDEX summaries_by_conversation ON summaries (conversation, id, created_at);
-    """,
-    # 9: a platform message is stored once per conversation, whichever process or delivery
-    # brings it: the first copy of an earlier duplicate is kept (answers to a later copy now
-    # hang from it). The platform requests (slash commands) already acted on, by their id.
-    """
-    CREATE TEMP TABLE duplicate_messages AS
-        SELECT d.id AS id, (
-            SELECT MIN(k.id) FROM messages k
-            WHERE k.conversation = d.conversation AND k.platform_message_id = d.platform_message_id
-        ) AS kept
-        FROM messages d WHERE d.platform_message_id IS NOT NULL;
-    DELETE FROM duplicate_messages WHERE id = kept;
-    UPDATE messages SET reply_to = (SELECT kept FROM duplicate_messages WHERE id = reply_to)
-        WHERE reply_to IN (SELECT id FROM duplicate_messages);
-    DELETE FROM messages WHERE id IN (SELECT id FROM duplicate_messages);
-    DROP TABLE duplicate_messages;
-    DROP INDEX messages_by_platform_id;
-    CREATE UNIQUE INDEX messages_by_platform_id ON messages (conversation, platform_message_id)
-        WHERE platform_message_id IS NOT NULL;
-    CREATE TABLE handled_requests (
-        request_id TEXT PRIMARY KEY,
-        handled_at REAL NOT NULL
-    ) WITHOUT ROWID;
-    CREATE INDEX handled_requests_by_time ON handled_requests (handled_at);
-    """,
+RELEASED = 9
+"""Versions 1 to 9 were released; their SQL is the first nine of the store's migrations."""
+
+RELEASED_SHA256 = (
+    "c0b957328a57",
+    "b491ba7bd3f1",
+    "4a4931deb7e6",
+    "d9124a757040",
+    "5938bc73506b",
+    "bd22d06e9e05",
+    "7ebd48672f6b",
+    "5d7b7232951a",
+    "668347b8da6d",
 )
+"""The start of each released migration's SHA-256: a released migration is never edited (a
+database it made would differ from one made by the edited script)."""
+
+MIGRATIONS = schema.MIGRATIONS[:RELEASED]
 
 
 def _recall_terms(text: str) -> str:
     return json.dumps(sorted(document_terms(text)), ensure_ascii=False)
-
-
-def statements(script: str) -> list[str]:
-    """The statements of ``script`` (a trigger's body holds ``;`` too)."""
-    found: list[str] = []
-    pending = ""
-    for part in script.split(";"):
-        pending += part + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                found.append(pending.strip())
-            pending = ""
-    return found
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
@@ -277,6 +50,6 @@ def connect(path: Path | str) -> sqlite3.Connection:
 def build(db: sqlite3.Connection, version: int) -> None:
     """Make the empty database ``db`` one of schema ``version``."""
     for script in MIGRATIONS[:version]:
-        for statement in statements(script):
+        for statement in schema.statements(script):
             db.execute(statement)
     db.execute(f"PRAGMA user_version = {version}")
