@@ -8,11 +8,10 @@ version of the bot built it, so that a test can open it with today's store. Vers
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
-from bot.core.memory.terms import document_terms, index_text
+from bot.core.memory.terms import index_text
 from bot.store.sqlite import schema
 
 RELEASED = 9
@@ -35,15 +34,11 @@ database it made would differ from one made by the edited script)."""
 MIGRATIONS = schema.MIGRATIONS[:RELEASED]
 
 
-def _recall_terms(text: str) -> str:
-    return json.dumps(sorted(document_terms(text)), ensure_ascii=False)
-
-
 def connect(path: Path | str) -> sqlite3.Connection:
     """A connection as an old bot had it: with the functions its triggers call."""
     db = sqlite3.connect(path, isolation_level=None)
     db.create_function("recall_text", 1, index_text, deterministic=True)
-    db.create_function("recall_terms", 1, _recall_terms, deterministic=True)
+    db.create_function("recall_terms", 1, schema.legacy_terms, deterministic=True)
     return db
 
 

@@ -321,13 +321,15 @@ async def check_version(db: aiosqlite.Connection, path: str) -> None:
         )
 
 
-def _legacy_terms(text: str) -> str:
+def legacy_terms(text: str) -> str:
+    """What the ``recall_terms`` function of versions 2 to 9 returned: a message's terms as a
+    JSON list (their triggers call it)."""
     return json.dumps(sorted(document_terms(text)), ensure_ascii=False)
 
 
 async def _register_legacy_functions(db: aiosqlite.Connection) -> None:
     await db.create_function("recall_text", 1, index_text, deterministic=True)
-    await db.create_function("recall_terms", 1, _legacy_terms, deterministic=True)
+    await db.create_function("recall_terms", 1, legacy_terms, deterministic=True)
 
 
 async def migrate(db: aiosqlite.Connection, path: str) -> None:
