@@ -546,7 +546,7 @@ async def test_a_database_from_before_recall_is_indexed_on_open(tmp_path: Path) 
         )
     finally:
         await store.close()
-    assert [(m.id, m.content) for m, _ in found] == [(1, "访客密码是 x-1")]
+    assert [(m.id, m.content) for m in found] == [(1, "访客密码是 x-1")]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -88,10 +88,10 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
     ]
     assert [(p.text, p.author_name) for p in pins] == [("deploys on Fridays", "Ana")]
     assert latest is not None and latest.content == "Ana runs the guest network."
-    assert sorted(m.id for m, _ in english) == [1, 2]
-    assert [m.id for m, _ in chinese] == [3]
+    assert sorted(m.id for m in english) == [1, 2]
+    assert [m.id for m in chinese] == [3]
     assert counts == {"tangerine": 2, "42": 2} and stored == 3
-    assert [m.id for m, _ in locker] == [added.id]
+    assert [m.id for m in locker] == [added.id]
     shell = sqlite3.connect(path)  # no bot functions registered, as in the sqlite3 shell
     try:
         assert shell.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.core.memory.terms import query_terms, too_common
+from bot.core.memory.terms import document_terms, query_terms, too_common, weight
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.memory.vectors import nearest, vector_bytes
 from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
@@ -192,7 +192,18 @@ class Recaller:
         hits = await self._store.search_messages(
             conversation_key=conversation_key, terms=searched, before_id=before_id, limit=_HITS
         )
-        return [message for message, score in hits if score >= MIN_KEYWORD_SCORE]
+        # What the terms a message holds are worth within this conversation, so that another
+        # channel's words never lower it (the store's order weighs them over all it holds).
+        worth = {term: weight(counts[term], messages) for term in searched}
+        rarest = max(searched, key=lambda term: worth[term])
+        scored: list[tuple[StoredMessage, float]] = []
+        for found in hits:
+            # A word the tokenizer folds (diacritics) may match without being spelled alike.
+            held = document_terms(found.content).intersection(searched) or {rarest}
+            score = sum(worth[term] for term in held)
+            if score >= MIN_KEYWORD_SCORE:
+                scored.append((found, score))
+        return [found for found, _ in sorted(scored, key=lambda hit: -hit[1])]
 
     async def _vector_ids(
         self, conversation_key: str, query: StoredMessage, before_id: int, settings: RecallSettings

@@ -280,9 +280,9 @@ class MessageStore(Protocol):
 
     async def search_messages(
         self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
-    ) -> Sequence[tuple[StoredMessage, float]]:
-        """The conversation's messages before ``before_id`` holding any of ``terms``, with a
-        score (higher is better), best first."""
+    ) -> Sequence[StoredMessage]:
+        """Up to ``limit`` of the conversation's messages before ``before_id`` holding any of
+        ``terms``, the most relevant first by the store's own measure (recall scores them)."""
         ...
 
     async def save_vector(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
-from bot.core.memory.terms import document_terms, weight
+from bot.core.memory.terms import document_terms
 from bot.core.models import Conversation, Role, StoredMessage
 from bot.core.ports.store import Duplicate, NewestMessage, TurnCost
 from bot.store.memory.tables import ConversationRow, MessageRow, Tables
@@ -247,18 +247,15 @@ class Messages(Tables):
 
     async def search_messages(
         self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
-    ) -> Sequence[tuple[StoredMessage, float]]:
-        rows = self._rows(conversation_key)
-        held = {row.id: _terms(row.content) for row in rows}
-        docs = await self.term_counts(conversation_key=conversation_key, terms=terms)
-        worth = {term: weight(count, len(rows)) for term, count in docs.items()}
-        scored = [
-            (row.stored(), sum(worth[term] for term in set(terms) if term in held[row.id]))
-            for row in rows
+    ) -> Sequence[StoredMessage]:
+        wanted = set(terms)
+        held = [
+            (len(_terms(row.content) & wanted), row)
+            for row in self._rows(conversation_key)
             if row.id < before_id
         ]
-        found = [(message, score) for message, score in scored if score > 0]
-        return sorted(found, key=lambda hit: (-hit[1], -hit[0].id))[:limit]
+        found = sorted((hit for hit in held if hit[0]), key=lambda hit: (-hit[0], -hit[1].id))
+        return [row.stored() for _, row in found[:limit]]
 
     async def save_vector(
         self, *, message_id: int, content: str, model: str, vector: bytes

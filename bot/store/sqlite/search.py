@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import aiosqlite
 
-from bot.core.memory.terms import document_terms, index_text, weight
+from bot.core.memory.terms import document_terms, index_text
 from bot.core.models import StoredMessage
 from bot.store.sqlite.connection import Connection
 from bot.store.sqlite.rows import MESSAGE_COLUMNS_M, message
@@ -142,33 +142,14 @@ class Search(Connection):
 
     async def search_messages(
         self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
-    ) -> Sequence[tuple[StoredMessage, float]]:
-        """The conversation's messages before ``before_id`` holding any of ``terms``, best
-        first. FTS5's bm25 picks and orders them, but weighs terms over the whole database;
-        the score is what the terms a message holds are worth within the conversation
-        (:func:`bot.core.memory.terms.weight`), so another channel's words never lower it."""
+    ) -> Sequence[StoredMessage]:
+        """The conversation's messages before ``before_id`` holding any of ``terms``, in FTS5's
+        bm25 order (which weighs terms over the whole database: recall scores the candidates
+        within the conversation)."""
         if not terms:
             return []
         rows = await self._rows(
             SEARCH,
             (match_expression(terms), before_id, conversation_key, limit),
         )
-        if not rows:
-            return []
-        marks = ", ".join("?" for _ in terms)
-        stats = await self._rows(  # the conversation's size (under NULL), its terms' counts
-            "SELECT NULL, messages FROM conversations WHERE key = ? UNION ALL"  # noqa: S608
-            f" SELECT term, docs FROM search_terms WHERE conversation = ? AND term IN ({marks})",
-            (conversation_key, conversation_key, *terms),
-        )
-        counts = {row[0]: int(row[1]) for row in stats}
-        messages = counts.pop(None, 0)
-        worth = {term: weight(counts.get(term, 0), messages) for term in terms}
-        rarest = max(worth, key=lambda term: worth[term])
-        scored: list[tuple[StoredMessage, float]] = []
-        for row in rows:
-            found = message(row)
-            # A word the tokenizer folds (diacritics) may match without being spelled alike.
-            held = document_terms(found.content).intersection(terms) or {rarest}
-            scored.append((found, sum(worth[term] for term in held)))
-        return sorted(scored, key=lambda hit: -hit[1])  # stable: bm25's order among equals
+        return [message(row) for row in rows]
