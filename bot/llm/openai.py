@@ -261,7 +261,7 @@ def _body(messages: Sequence[dict[str, str]]) -> dict[str, object]:
     already, so they go in the body as they are (``messages=[]`` satisfies the signature; the
     SDK merges ``extra_body`` over it): through the typed parameter, the SDK walks every message
     against its union of message types with the GIL held, which was the bot's largest CPU cost
-    under load (``bench/soak.py``), growing with the prompt."""
+    under load (``bench/soak.py``), growing with the prompt (``bench/sdk_transform.py``)."""
     return {"messages": list(messages)}
 
 

@@ -69,6 +69,44 @@ async def test_a_whole_completion_sends_the_messages_as_given(
     assert body["messages"] == MESSAGES and "stream" not in body
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_request_is_the_one_the_sdks_typed_parameter_makes(
+    llm: FakeLLM, model: OpenAIChatModel, stream: bool
+) -> None:
+    """The client puts the messages in the body as they are, past the SDK's transform of its
+    typed parameter (a CPU cost that grows with the prompt, ``bench/sdk_transform.py``): what
+    the server receives is what the typed parameter sends."""
+    messages = [
+        *MESSAGES,
+        {"role": "assistant", "content": "earlier answer \u200b with <|endoftext|>"},
+        {"role": "user", "content": '[Zoë] 密码是什么？ 🎉 "quoted" \\ back'},
+    ]
+    if stream:
+        await read(model.stream(messages, max_tokens=40), [])
+    else:
+        await model.complete(messages, max_tokens=40)
+    client = make_client(base_url=llm.url, api_key="test-key", timeout=5, max_retries=0)
+    async with client:
+        if stream:
+            chunks = await client.chat.completions.create(
+                model=MODEL,
+                messages=messages,  # type: ignore[arg-type]
+                max_tokens=40,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async for _ in chunks:
+                pass
+        else:
+            await client.chat.completions.create(
+                model=MODEL,
+                messages=messages,  # type: ignore[arg-type]
+                max_tokens=40,
+            )
+    ours, typed = llm.chat_records
+    assert ours.body == typed.body
+
+
 @pytest.mark.parametrize(
     ("breaks", "failure"),
     [
