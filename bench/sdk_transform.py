@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import openai
 
+from bench.loop_lag import ticker
 from bot.llm.openai import OpenAIChatModel, RetryPolicy, make_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,31 +52,20 @@ def prompt(length: int) -> list[dict[str, str]]:
     return [{"role": "system", "content": "You are a helpful assistant in a team chat."}, *turns]
 
 
-class Ticker:
-    """Sleeps 1 ms at a time; ``worst`` is the longest it woke late (ms) since the last reset."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-
-    async def run(self) -> None:
-        while True:
-            before = time.perf_counter()
-            await asyncio.sleep(0.001)
-            self.worst = max(self.worst, (time.perf_counter() - before - 0.001) * 1000)
-
-
-async def timed(send: Callable[[], Awaitable[object]], ticker: Ticker) -> tuple[float, float]:
-    ticker.worst = 0.0
+async def timed(send: Callable[[], Awaitable[object]], lags: list[float]) -> tuple[float, float]:
+    """How long ``send`` took, and the longest the ticker woke late meanwhile (ms)."""
+    first = len(lags)
     started = time.perf_counter()
     await send()
-    return (time.perf_counter() - started) * 1000, ticker.worst
+    return (time.perf_counter() - started) * 1000, max(lags[first:], default=0.0) * 1000
 
 
 async def measure(url: str, lengths: list[int], requests: int) -> None:
     client = make_client(base_url=url, api_key="bench-key", timeout=30, max_retries=0)
     ours = OpenAIChatModel(client, MODEL, policy=RetryPolicy(retries=0, timeout=30, deadline=60))
-    ticker = Ticker()
-    ticking = asyncio.create_task(ticker.run())
+    lags: list[float] = []
+    stop = asyncio.Event()
+    ticking = asyncio.create_task(ticker(lags, stop))
     print(f"{'messages':>8}  {'way':<16}{'ms/request p50':>15}{'worst stall ms':>16}")
     try:
         for length in lengths:
@@ -98,14 +88,15 @@ async def measure(url: str, lengths: list[int], requests: int) -> None:
                 "bot client": [],
             }
             for _ in range(requests):
-                figures["typed parameter"].append(await timed(typed, ticker))
-                figures["bot client"].append(await timed(direct, ticker))
+                figures["typed parameter"].append(await timed(typed, lags))
+                figures["bot client"].append(await timed(direct, lags))
             for way, runs in figures.items():
                 p50 = statistics.median(ms for ms, _ in runs)
                 worst = max(stall for _, stall in runs)
                 print(f"{length:>8}  {way:<16}{p50:>15.1f}{worst:>16.1f}")
     finally:
-        ticking.cancel()
+        stop.set()
+        await ticking
         await client.close()
 
 
