@@ -21,6 +21,8 @@ from bot.core.memory.summarizer import SUMMARY_INSTRUCTIONS
 from bot.core.memory.tokens import install_encodings
 from bot.wiring import App, open_app
 from tests.support.fake_llm import FakeLLM, echo
+from tests.support.postgres import PostgresMissing, PostgresServer
+from tests.support.postgres import required as postgres_required
 
 ConfigFactory = Callable[..., Config]
 
@@ -221,3 +223,29 @@ def make_config(tmp_path: Path, llm: FakeLLM) -> ConfigFactory:
 async def app(make_config: ConfigFactory) -> AsyncIterator[App]:
     async with open_app(make_config()) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server per test process; skipped (failed where required)
+    when this machine has none."""
+    try:
+        server = PostgresServer.start()
+    except PostgresMissing as exc:
+        if postgres_required():
+            pytest.fail(f"PostgreSQL is required here (BOT_TEST_REQUIRE_POSTGRES, CI): {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a new, empty database on the test server, dropped afterwards."""
+    url = postgres_server.create_database()
+    try:
+        yield url
+    finally:
+        postgres_server.drop_database(url)
