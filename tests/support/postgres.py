@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import asyncpg
-
 T = TypeVar("T")
 
 _READY = "database system is ready to accept connections"
@@ -177,6 +175,8 @@ class PostgresServer:
         outside_the_loop(lambda: self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     async def _admin(self, statement: str) -> None:
+        import asyncpg  # the PostgreSQL store's driver: only the PostgreSQL tests need it
+
         connection = await asyncpg.connect(self.admin_url)
         try:
             await connection.execute(statement)
