@@ -319,30 +319,43 @@ async def _import_conversation(db: aiosqlite.Connection, record: dict[str, Any])
 
 
 async def _refusal(db: aiosqlite.Connection, records: list[dict[str, Any]]) -> str:
-    """What to do about records already in the database: the ``bot reset`` that makes room
-    for them, or, when their ids are another conversation's, another database."""
-    keys = {str(r["conversation"]) for r in records if r["type"] in ("message", "summary")}
-    keys |= {str(r["key"]) for r in records if r["type"] == "conversation"}
-    held: set[str] = set()
-    for key in keys:
+    async def holds(key: str) -> bool:
         rows = await db.execute_fetchall(
             "SELECT EXISTS (SELECT 1 FROM messages WHERE conversation = :key)"
             " OR EXISTS (SELECT 1 FROM summaries WHERE conversation = :key)",
             {"key": key},
         )
-        if next(iter(rows))[0]:
-            held.add(key)
+        return bool(next(iter(rows))[0])
+
+    async def owner_of(table: str, owner: str, ident: int) -> str | None:
+        rows = await db.execute_fetchall(
+            f"SELECT {owner} FROM {table} WHERE id = ?",  # noqa: S608 (constant names)
+            (ident,),
+        )
+        return next((str(row[0]) for row in rows), None)
+
+    return await refusal(records, holds, owner_of)
+
+
+async def refusal(
+    records: list[dict[str, Any]],
+    holds: Callable[[str], Awaitable[bool]],
+    owner_of: Callable[[str, str, int], Awaitable[str | None]],
+) -> str:
+    """What to do about records already in the database: the ``bot reset`` that makes room
+    for them, or, when their ids are another conversation's, another database. ``holds``:
+    whether a conversation holds messages or a summary; ``owner_of(table, column, id)``: the
+    conversation (or channel) a row of that id belongs to, if any."""
+    keys = {str(r["conversation"]) for r in records if r["type"] in ("message", "summary")}
+    keys |= {str(r["key"]) for r in records if r["type"] == "conversation"}
+    held: set[str] = {key for key in keys if await holds(key)}
     pinned: set[str] = set()
     for record in records:
         if record["type"] not in ("message", "summary", "pin"):
             continue
         table, _ = _BY_TYPE[record["type"]]
         owner = "channel_key" if record["type"] == "pin" else "conversation"
-        rows = await db.execute_fetchall(
-            f"SELECT {owner} FROM {table} WHERE id = ?",  # noqa: S608 (constant names)
-            (record["id"],),
-        )
-        here = next((str(row[0]) for row in rows), None)
+        here = await owner_of(table, owner, int(record["id"]))
         if here is None:
             continue
         if record["type"] == "pin" and here == record["channel_key"]:

@@ -1,5 +1,5 @@
-"""The store port's contract, run against both implementations (SQLite and in memory): what
-the core may count on from any store."""
+"""The store port's contract, run against every implementation (SQLite, PostgreSQL and in
+memory): what the core may count on from any store."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ ANA = Person("slack", "T1", "U1")
 
 @pytest.fixture(params=KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    async with opened_store(request.param, tmp_path) as opened:
+    async with opened_store(request.param, tmp_path, request) as opened:
         yield opened
 
 
@@ -404,7 +404,7 @@ def _sorted(records: list[dict[str, object]]) -> list[str]:
 
 @pytest.mark.parametrize("target", KINDS)
 async def test_an_export_is_imported_whole_into_either_store(
-    store: Store, target: StoreKind, tmp_path: Path
+    store: Store, target: StoreKind, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     question = await add(store, "what is the code", message_id="m1")
     await add(store, "4242", reply_to=question)
@@ -426,7 +426,7 @@ async def test_an_export_is_imported_whole_into_either_store(
     assert "elsewhere" not in json.dumps(channel)
     everything = await store.export_records(channel_key=None)
     (tmp_path / "there").mkdir()
-    async with opened_store(target, tmp_path / "there") as there:
+    async with opened_store(target, tmp_path / "there", request) as there:
         imported = await there.import_records(records=everything)
         assert imported.records == len(everything)
         assert _sorted(await there.export_records(channel_key=None)) == _sorted(everything)

@@ -1,5 +1,6 @@
-"""Both implementations of the store port, opened the same way, for tests that hold for
-either: SQLite on a temporary file, and the in-memory store."""
+"""Every implementation of the store port, opened the same way, for tests that hold for
+each: SQLite on a temporary file, PostgreSQL on a fresh database of the test server, and the
+in-memory store."""
 
 from __future__ import annotations
 
@@ -8,20 +9,45 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
+import pytest
+
 from bot.core.ports.store import Store
 from bot.store.memory import MemoryStore
 from bot.store.sqlite.store import SqliteStore
 
-StoreKind = Literal["sqlite", "memory"]
-KINDS: tuple[StoreKind, ...] = ("sqlite", "memory")
+StoreKind = Literal["sqlite", "postgres", "memory"]
+KINDS: tuple[StoreKind, ...] = ("sqlite", "postgres", "memory")
+APP_KINDS: tuple[StoreKind, ...] = ("sqlite", "memory")
+"""The stores :func:`app_store` hands the application (the wiring opens SQLite's)."""
 
 
 @asynccontextmanager
-async def opened_store(kind: StoreKind, folder: Path) -> AsyncIterator[Store]:
-    """A new, empty store of ``kind`` (SQLite: a file in ``folder``), closed afterwards."""
+async def opened_store(
+    kind: StoreKind, folder: Path, request: pytest.FixtureRequest | None = None
+) -> AsyncIterator[Store]:
+    """A new, empty store of ``kind`` (SQLite: a file in ``folder``; PostgreSQL: a new
+    database on the session's server, which needs the test's ``request``), closed
+    afterwards."""
     store: Store
     if kind == "sqlite":
         store = await SqliteStore.open(str(folder / f"{kind}.sqlite3"))
+    elif kind == "postgres":
+        from bot.store.postgres.store import PostgresStore
+
+        assert request is not None, "a PostgreSQL store needs the test's request"
+        server = request.getfixturevalue("postgres_server")
+        url = server.create_database()
+        try:
+            store = await PostgresStore.open(url)
+        except BaseException:
+            server.drop_database(url)
+            raise
+        try:
+            yield store
+        finally:
+            await store.close()
+            server.drop_database(url)
+        return
     else:
         store = MemoryStore()
     try:

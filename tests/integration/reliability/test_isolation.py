@@ -26,7 +26,7 @@ from tests.conftest import ConfigFactory, is_summary_request
 from tests.integration.slack.test_http import Slack, bot_app, fake_slack, slack
 from tests.support.fake_llm import FakeLLM
 from tests.support.fake_slack import BOT_USER, FakeSlack
-from tests.support.stores import KINDS, StoreKind, app_store
+from tests.support.stores import APP_KINDS, StoreKind, app_store
 
 __all__ = ["bot_app", "fake_slack", "slack"]
 
@@ -52,7 +52,7 @@ def markers(text: str) -> set[tuple[str, str]]:
     return {(kind, tag) for kind, tag, _ in MARKER.findall(text)}
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", APP_KINDS)
 async def test_no_prompt_or_summary_mixes_conversations(
     make_config: ConfigFactory, llm: FakeLLM, kind: StoreKind
 ) -> None:

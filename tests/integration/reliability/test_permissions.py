@@ -16,7 +16,7 @@ from tests.conftest import ConfigFactory
 from tests.integration.slack.test_http import Slack, bot_app, fake_slack, slack
 from tests.support.fake_llm import FakeLLM
 from tests.support.fake_slack import FakeSlack
-from tests.support.stores import KINDS, StoreKind, app_store
+from tests.support.stores import APP_KINDS, StoreKind, app_store
 
 __all__ = ["bot_app", "fake_slack", "slack"]
 GENERAL = Conversation.console("general")
@@ -36,7 +36,7 @@ async def snapshot(app: App) -> tuple[object, ...]:
     return tuple(messages), tuple(pins), summary
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", APP_KINDS)
 async def test_reset_and_unpin_by_someone_not_allowed_change_nothing(
     make_config: ConfigFactory, llm: FakeLLM, kind: StoreKind
 ) -> None:
