@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
 from bot.core.ports.store import Calibration, Duplicate, NewSummary, Store, UsageTotals
 from bot.store.archive import ArchiveError
@@ -441,3 +442,40 @@ async def test_term_counts_leave_other_conversations_out(store: Store) -> None:
         await add(store, f"tangerine chatter {n}", conversation=RANDOM)
     counts = await store.term_counts(conversation_key=GENERAL.key, terms=["tangerine"])
     assert counts.get("tangerine") == 1
+
+
+async def test_a_message_holding_a_nul_character_is_stored_and_read_back(store: Store) -> None:
+    """PostgreSQL keeps no NUL in text: every store reads back what storing returned, the
+    rest of the text intact, and finds it."""
+    stored = await store.add_message(
+        conversation=GENERAL,
+        role=Role.USER,
+        author_id="U1",
+        author_name="A\x00na",
+        content="the tangerine\x00 code",
+        tokens=3,
+        message_id="m1",
+        created_at=1.0,
+    )
+    assert stored.content.replace("\ufffd", "\x00") == "the tangerine\x00 code"
+    found = await store.find_message(conversation_key=GENERAL.key, message_id="m1")
+    assert found == stored
+    hits = await store.search_messages(
+        conversation_key=GENERAL.key, terms=["tangerine"], before_id=10**9, limit=5
+    )
+    assert [m.id for m in hits] == [stored.id]
+    pin = await store.add_pin(
+        channel_key=GENERAL.channel_key, text="p\x00", tokens=1, author_id="U1", author_name="A"
+    )
+    assert list(await store.pins(channel_key=GENERAL.channel_key)) == [pin]
+
+
+async def test_chinese_and_english_are_found_by_their_words(store: Store) -> None:
+    tea = await add(store, "我们明天去北京喝茶")
+    code = await add(store, "the launch code is 4242")
+    await add(store, "nothing to see here")
+    for question, wanted in (("北京怎么样", tea), ("what was the launch code?", code)):
+        hits = await store.search_messages(
+            conversation_key=GENERAL.key, terms=query_terms(question), before_id=10**9, limit=5
+        )
+        assert hits and hits[0].id == wanted, question

@@ -1,0 +1,188 @@
+"""What the PostgreSQL store adds to the contract: its schema and migrations, several
+processes on one database, failures named without the password."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from bot.core.memory.terms import query_terms
+from bot.core.models import Conversation, Role
+from bot.core.ports.store import Duplicate, NewSummary, StorageError
+from bot.store.archive import BackupError
+from bot.store.postgres.schema import SCHEMA_VERSION, DatabaseError
+from bot.store.postgres.store import PostgresStore
+
+GENERAL = Conversation("slack", "T1", "C1")
+
+
+async def add(store: PostgresStore, text: str, message_id: str | None = None) -> int:
+    stored = await store.add_message(
+        conversation=GENERAL,
+        role=Role.USER,
+        author_id="U1",
+        author_name="Ana",
+        content=text,
+        tokens=len(text.split()),
+        message_id=message_id,
+        created_at=1.0,
+    )
+    return stored.id
+
+
+async def test_two_processes_opening_a_new_database_at_once_migrate_it_once(
+    postgres_url: str,
+) -> None:
+    first, second = await asyncio.gather(
+        PostgresStore.open(postgres_url), PostgresStore.open(postgres_url)
+    )
+    try:
+        await add(first, "hello")
+        assert await second.count_messages(conversation_key=GENERAL.key) == 1
+        assert await second.integrity_check() == "ok"
+    finally:
+        await first.close()
+        await second.close()
+    db = await asyncpg.connect(postgres_url)
+    try:
+        assert await db.fetch("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+    finally:
+        await db.close()
+
+
+async def test_a_database_from_a_newer_version_is_refused(postgres_url: str) -> None:
+    store = await PostgresStore.open(postgres_url)
+    await store.close()
+    db = await asyncpg.connect(postgres_url)
+    await db.execute("UPDATE schema_version SET version = $1", SCHEMA_VERSION + 1)
+    await db.close()
+    with pytest.raises(DatabaseError, match="newer version of the bot"):
+        await PostgresStore.open(postgres_url)
+
+
+async def test_a_database_that_cannot_be_opened_is_named_without_its_password(
+    postgres_url: str,
+) -> None:
+    base, _, _ = postgres_url.rpartition("/")
+    url = base.replace("postgres@", "postgres:s3cret-word@") + "/no_such_database"
+    with pytest.raises(DatabaseError) as refused:
+        await PostgresStore.open(url)
+    assert "s3cret-word" not in str(refused.value)
+    assert "postgres:***@" in str(refused.value)
+    assert "no_such_database" in str(refused.value)
+
+
+async def test_two_processes_storing_the_same_message_store_it_once(postgres_url: str) -> None:
+    first, second = await PostgresStore.open(postgres_url), await PostgresStore.open(postgres_url)
+    try:
+        outcomes = await asyncio.gather(
+            *(
+                store_.add_message(
+                    conversation=GENERAL,
+                    role=Role.USER,
+                    author_id="U1",
+                    author_name="Ana",
+                    content="once",
+                    tokens=1,
+                    message_id="m1",
+                    created_at=1.0,
+                )
+                for store_ in (first, second, first, second)
+            ),
+            return_exceptions=True,
+        )
+        stored = [o for o in outcomes if not isinstance(o, BaseException)]
+        duplicates = [o for o in outcomes if isinstance(o, Duplicate)]
+        assert len(stored) == 1 and len(duplicates) == 3
+        assert {d.existing.id for d in duplicates} == {stored[0].id}
+        assert await first.count_messages(conversation_key=GENERAL.key) == 1
+        assert await first.term_counts(conversation_key=GENERAL.key, terms=["once"]) == {"once": 1}
+    finally:
+        await first.close()
+        await second.close()
+
+
+def summary(text: str) -> NewSummary:
+    return NewSummary(GENERAL.key, text, 1, 1, 1, 1, 1, 0, False, "m")
+
+
+async def test_of_two_processes_summarising_at_once_one_summary_is_kept(postgres_url: str) -> None:
+    first, second = await PostgresStore.open(postgres_url), await PostgresStore.open(postgres_url)
+    try:
+        await add(first, "hello")
+        saved = await asyncio.gather(
+            *(
+                store_.save_summary(summary=summary(f"s{n}"), generation=0, previous_id=None)
+                for n, store_ in enumerate((first, second, first, second))
+            )
+        )
+        kept = [s for s in saved if s is not None]
+        assert len(kept) == 1
+        assert await second.latest_summary(conversation_key=GENERAL.key) == kept[0]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_messages_stored_with_the_index_off_are_found_once_it_is_on(
+    postgres_url: str,
+) -> None:
+    store = await PostgresStore.open(postgres_url, index=False)
+    await add(store, "the tangerine is ripe")
+    await add(store, "我们明天去北京")
+    await store.close()
+    store = await PostgresStore.open(postgres_url)
+    try:
+        key = GENERAL.key
+        assert await store.term_counts(conversation_key=key, terms=["tangerine"]) == {
+            "tangerine": 1
+        }
+        for question in ("tangerine?", "北京怎么样"):
+            found = await store.search_messages(
+                conversation_key=key, terms=query_terms(question), before_id=10**9, limit=5
+            )
+            assert len(found) == 1, question
+    finally:
+        await store.close()
+
+
+async def test_a_refused_write_is_a_storage_error_numbered_by_spell(postgres_url: str) -> None:
+    store = await PostgresStore.open(postgres_url)
+    noticed: list[int] = []
+    store.on_write_failure = lambda: noticed.append(1)
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute("ALTER TABLE pins ADD CONSTRAINT short CHECK (length(text) < 10)")
+        pin = {"channel_key": "slack:T1:C1", "tokens": 1, "author_id": "U1", "author_name": "A"}
+        with pytest.raises(StorageError) as first:
+            await store.add_pin(text="far too long a pin", **pin)
+        with pytest.raises(StorageError) as again:
+            await store.add_pin(text="still far too long", **pin)
+        assert first.value.incident == again.value.incident == 1
+        assert "postgres" in first.value.path and len(noticed) == 2
+        assert (await store.health_problem() or "").startswith("cannot write")
+        await store.add_pin(text="short", **pin)
+        assert await store.health_problem() is None
+        with pytest.raises(StorageError) as later:
+            await store.add_pin(text="too long once more", **pin)
+        assert later.value.incident == 2
+    finally:
+        await admin.close()
+        await store.close()
+
+
+async def test_a_backup_points_to_pg_dump_and_the_pool_is_counted(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    store = await PostgresStore.open(postgres_url, pool_size=3)
+    try:
+        with pytest.raises(BackupError, match="pg_dump"):
+            await store.backup(target=tmp_path / "copy")
+        in_use, most = await store.connections()
+        assert most == 3 and 0 <= in_use <= most
+        assert await store.synchronous() == "full"
+    finally:
+        await store.close()
