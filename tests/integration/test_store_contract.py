@@ -13,7 +13,7 @@ from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
 from bot.core.ports.store import Calibration, Duplicate, NewSummary, Store, UsageTotals
 from bot.store.archive import ArchiveError
-from tests.support.stores import KINDS, StoreKind, opened_store
+from tests.support.stores import KIND_PARAMS, StoreKind, opened_store
 
 GENERAL = Conversation("slack", "T1", "C1")
 THREAD = Conversation("slack", "T1", "C1", "5.0")
@@ -21,7 +21,7 @@ RANDOM = Conversation("slack", "T1", "C2")
 ANA = Person("slack", "T1", "U1")
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=KIND_PARAMS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     async with opened_store(request.param, tmp_path, request) as opened:
         yield opened
@@ -403,7 +403,7 @@ def _sorted(records: list[dict[str, object]]) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("target", KINDS)
+@pytest.mark.parametrize("target", KIND_PARAMS)
 async def test_an_export_is_imported_whole_into_either_store(
     store: Store, target: StoreKind, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

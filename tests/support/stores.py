@@ -17,6 +17,10 @@ from bot.store.sqlite.store import SqliteStore
 
 StoreKind = Literal["sqlite", "postgres", "memory"]
 KINDS: tuple[StoreKind, ...] = ("sqlite", "postgres", "memory")
+KIND_PARAMS = [
+    pytest.param(kind, marks=pytest.mark.slow) if kind == "postgres" else kind for kind in KINDS
+]
+"""``KINDS`` to parametrize with: PostgreSQL's starts a server, so it is in the slow tier."""
 APP_KINDS: tuple[StoreKind, ...] = ("sqlite", "memory")
 """The stores :func:`app_store` hands the application (the wiring opens SQLite's)."""
 
