@@ -479,3 +479,26 @@ async def test_chinese_and_english_are_found_by_their_words(store: Store) -> Non
             conversation_key=GENERAL.key, terms=query_terms(question), before_id=10**9, limit=5
         )
         assert hits and hits[0].id == wanted, question
+
+
+async def test_term_counts_follow_edits_deletions_and_resets(store: Store) -> None:
+    key = GENERAL.key
+    await add(store, "tangerine pie", message_id="m1")
+    await add(store, "tangerine jam", message_id="m2")
+    await store.edit_message(conversation_key=key, message_id="m1", content="apple pie", tokens=2)
+    assert await store.term_counts(conversation_key=key, terms=["tangerine", "apple", "pie"]) == {
+        "tangerine": 1,
+        "apple": 1,
+        "pie": 1,
+    }
+    found = await store.search_messages(
+        conversation_key=key, terms=["apple"], before_id=10**9, limit=5
+    )
+    assert [m.content for m in found] == ["apple pie"]
+    await store.delete_message(conversation_key=key, message_id="m2")
+    assert await store.term_counts(conversation_key=key, terms=["tangerine", "jam"]) == {
+        "tangerine": 0,
+        "jam": 0,
+    }
+    await store.reset(conversation=GENERAL, include_pins=False)
+    assert await store.term_counts(conversation_key=key, terms=["apple"]) == {"apple": 0}

@@ -4,8 +4,8 @@
 what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token usage and
 tokenizer calibrations, and ``AdminStore`` what operators do to a whole database (backup,
 export, import, health). ``Store`` is all four. Every method takes keyword-only, plain
-arguments. Two implementations: SQLite (``bot.store.sqlite``) and an in-memory store
-(``bot.store.memory``).
+arguments. Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL
+(``bot.store.postgres``) and an in-memory store (``bot.store.memory``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from bot.core.ports.store import TurnCost
 from bot.store.postgres.connection import Connection
-from bot.store.sqlite.turns import _turns as turns_of
+from bot.store.sqlite.turns import grouped_turns as turns_of
 
 _TURN = "COALESCE(reply_to, id)"
 TURN_COSTS = (

@@ -36,7 +36,7 @@ IMPORTANT_TURNS = (
 )
 
 
-def _turns(rows: Sequence[Any]) -> list[TurnCost]:
+def grouped_turns(rows: Sequence[Any]) -> list[TurnCost]:
     """Rows ``(id, turn, tokens, important)``, as turns, newest first."""
     by_turn: dict[int, tuple[list[int], int, bool]] = {}
     for message_id, turn, tokens, important in rows:
@@ -69,7 +69,7 @@ class Turns(Connection):
                 "limit": max(limit, 1),
             },
         )
-        return _turns(rows)
+        return grouped_turns(rows)
 
     async def important_turns(
         self,
@@ -92,4 +92,4 @@ class Turns(Connection):
                 "turns": turns,
             },
         )
-        return _turns(rows)
+        return grouped_turns(rows)
