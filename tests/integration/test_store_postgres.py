@@ -186,3 +186,23 @@ async def test_a_backup_points_to_pg_dump_and_the_pool_is_counted(
         assert await store.synchronous() == "full"
     finally:
         await store.close()
+
+
+async def test_messages_stored_after_an_import_take_new_ids(postgres_url: str) -> None:
+    store = await PostgresStore.open(postgres_url)
+    try:
+        records = [
+            {"type": "conversation", "key": GENERAL.key, "channel_key": GENERAL.channel_key,
+             "generation": 0, "created_at": 1.0},
+            {"type": "message", "id": 40, "conversation": GENERAL.key, "reply_to": None,
+             "role": "user", "author_id": "U1", "author_name": "Ana", "content": "imported",
+             "tokens": 1, "platform_message_id": "m40", "created_at": 1.0},
+        ]  # fmt: skip
+        await store.import_records(records=records)
+        assert await add(store, "after") > 40
+        found = await store.search_messages(
+            conversation_key=GENERAL.key, terms=["imported"], before_id=10**9, limit=5
+        )
+        assert [m.id for m in found] == [40]
+    finally:
+        await store.close()
