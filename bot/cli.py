@@ -170,7 +170,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"bot: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except READ_FAILURES as exc:
-        print(f"bot: database {config.storage.path}: {exc}", file=sys.stderr)
+        print(f"bot: database {config.storage.name}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130

@@ -24,6 +24,9 @@ from bot.core.settings import SettingsSource
 from bot.core.wording import counted
 from bot.llm.observed import ObservedChatModel
 from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
+from bot.store.postgres.connection import FAILURES as POSTGRES_FAILURES
+from bot.store.postgres.schema import DatabaseError as PostgresDatabaseError
+from bot.store.postgres.store import PostgresStore
 from bot.store.sqlite.store import DatabaseError, SqliteStore
 from bot.telemetry.logs import hide_credentials
 from bot.telemetry.metrics import PrometheusObserver
@@ -113,8 +116,8 @@ def build_engine(
     )
 
 
-READ_FAILURES: tuple[type[Exception], ...] = (sqlite3.Error,)
-"""What the configured store raises when a read fails (a locked or damaged file)."""
+READ_FAILURES: tuple[type[BaseException], ...] = (sqlite3.Error, *POSTGRES_FAILURES)
+"""What a store raises when a read fails (a locked or damaged file, a database gone)."""
 
 
 async def open_store(
@@ -123,14 +126,21 @@ async def open_store(
     """The configured database, opened and migrated; :class:`StoreUnavailable` when it cannot
     be. ``index``: messages stored enter recall's search index (off when recall is off).
     ``on_write_failure``: called each time a write fails."""
+    storage = config.storage
+    store: SqliteStore | PostgresStore
     try:
-        store = await SqliteStore.open(
-            config.storage.path,
-            busy_timeout_ms=config.storage.busy_timeout_ms,
-            index=index,
-            synchronous=config.storage.synchronous,
-        )
-    except DatabaseError as exc:
+        if storage.postgres_url is not None:
+            store = await PostgresStore.open(
+                storage.postgres_url, pool_size=storage.pool_size, index=index
+            )
+        else:
+            store = await SqliteStore.open(
+                storage.path,
+                busy_timeout_ms=storage.busy_timeout_ms,
+                index=index,
+                synchronous=storage.synchronous,
+            )
+    except (DatabaseError, PostgresDatabaseError) as exc:
         raise StoreUnavailable(str(exc)) from exc
     if on_write_failure is not None:
         store.on_write_failure = on_write_failure

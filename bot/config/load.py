@@ -22,7 +22,7 @@ from bot.config.textfile import NotUtf8, read_text
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 
 _SECRET_KEYS = frozenset(
-    {"api_key", "summary_api_key"}.union(
+    {"api_key", "summary_api_key", "database_url"}.union(
         *(section.secret_variables for section in Config.platform_sections().values())
     )
 )
@@ -174,6 +174,9 @@ def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         llm["api_key"] = env.get("OPENAI_API_KEY") or None
         llm["summary_api_key"] = env.get("SUMMARY_API_KEY") or None
     data["llm"] = llm
+    storage = data.get("storage") or {}
+    if isinstance(storage, dict) and env.get("DATABASE_URL"):
+        data["storage"] = {**storage, "database_url": env["DATABASE_URL"]}
     for name, section in Config.platform_sections().items():
         settings = data.get(name) or {}
         if isinstance(settings, dict):

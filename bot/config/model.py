@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -90,10 +91,62 @@ class MemoryConfig(Section):
 
 class StorageConfig(Section):
     path: str = "data/bot.sqlite3"
+    """The SQLite file, the default store (used while no PostgreSQL URL is set)."""
+    url: str | None = None
+    """``postgresql://user@host:port/database``: a PostgreSQL store instead of the file,
+    shared by every process pointed at it. No password here: ``DATABASE_URL`` carries it."""
+    database_url: str | None = Field(default=None, exclude=True, repr=False)
+    """``DATABASE_URL`` from the environment (a secret): wins over ``url``."""
+    pool_size: int = Field(default=10, ge=1, le=1000)
+    """PostgreSQL: the most connections one process holds open."""
     busy_timeout_ms: int = Field(default=5000, ge=0)
     synchronous: Literal["full", "normal"] = "full"
     """full: each commit reaches the disk before it is acknowledged; normal: faster, but a
     power loss can drop the last commits (WAL)."""
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_without_password(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parsed = urlsplit(value)
+        if parsed.scheme not in POSTGRES_SCHEMES:
+            raise ValueError("must start with postgresql:// (storage.path is for SQLite)")
+        if parsed.password:
+            raise ValueError(
+                "holds a password: secrets are read from the environment; set DATABASE_URL"
+            )
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_scheme(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in POSTGRES_SCHEMES:
+            raise ValueError("DATABASE_URL must start with postgresql://")
+        return value
+
+    @property
+    def postgres_url(self) -> str | None:
+        """The PostgreSQL store's URL (password included), or None: SQLite."""
+        return self.database_url or self.url
+
+    @property
+    def name(self) -> str:
+        """The store as logs and messages name it: the file, or the URL without password."""
+        url = self.postgres_url
+        return self.path if url is None else shown_url(url)
+
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def shown_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    parsed = urlsplit(url)
+    if not parsed.password:
+        return url
+    host = parsed.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parsed._replace(netloc=f"{parsed.username or ''}:***@{host}"))
 
 
 class LoggingConfig(Section):

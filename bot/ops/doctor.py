@@ -90,7 +90,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
         Check(
             integrity == "ok",
             "database",
-            f"{config.storage.path}: {integrity}, {counted(len(conversations), 'conversation')}, "
+            f"{config.storage.name}: {integrity}, {counted(len(conversations), 'conversation')}, "
             f"{counted(sum(c.messages for c in conversations), 'message')}, "
             f"synchronous={synchronous}",
         ),

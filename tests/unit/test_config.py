@@ -145,3 +145,50 @@ def test_a_bad_slack_section_is_named(
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, SLACK_BASE + f"slack: {slack}\n"), env=env)
     assert message in str(caught.value)
+
+
+def test_storage_url_selects_postgresql_and_database_url_carries_the_password(
+    tmp_path: Path,
+) -> None:
+    base = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+    plain = load_config(write(tmp_path, base), env={})
+    assert plain.storage.postgres_url is None  # SQLite, the default
+    named = load_config(
+        write(tmp_path, base + "storage: {url: 'postgresql://bot@db:5432/bot', pool_size: 4}\n"),
+        env={},
+    )
+    assert named.storage.postgres_url == "postgresql://bot@db:5432/bot"
+    assert named.storage.pool_size == 4
+    secret = "postgresql://bot:s3cret@db:5432/bot"
+    from_env = load_config(write(tmp_path, base), env={"DATABASE_URL": secret})
+    assert from_env.storage.postgres_url == secret
+    assert from_env.storage.name == "postgresql://bot:***@db:5432/bot"
+    assert "s3cret" not in repr(from_env)
+
+
+@pytest.mark.parametrize(
+    ("storage", "error"),
+    [
+        (
+            "{url: 'postgresql://bot:pw@db/bot'}",
+            "storage.url: holds a password: secrets are read from the environment;"
+            " set DATABASE_URL",
+        ),
+        (
+            "{url: 'mysql://db/bot'}",
+            "storage.url: must start with postgresql:// (storage.path is for SQLite)",
+        ),
+        (
+            "{database_url: 'postgresql://db/bot'}",
+            "storage.database_url: secrets are read from the environment, not the config file",
+        ),
+        ("{pool_size: 0}", "storage.pool_size: Input should be greater than or equal to 1"),
+    ],
+)
+def test_a_bad_postgresql_setting_names_its_key(tmp_path: Path, storage: str, error: str) -> None:
+    base = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+    path = write(tmp_path, f"{base}storage: {storage}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert str(caught.value) == error
+    assert "pw@" not in str(caught.value)

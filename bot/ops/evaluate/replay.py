@@ -161,7 +161,9 @@ async def evaluate_strategy(
     """Replay the transcript and ask its probes with one strategy; ``advance`` is called
     after each line replayed and each probe asked."""
     memory = config.memory.model_copy(update={"strategy": strategy})
-    storage = config.storage.model_copy(update={"path": str(folder / f"{strategy}.sqlite3")})
+    storage = config.storage.model_copy(
+        update={"path": str(folder / f"{strategy}.sqlite3"), "url": None, "database_url": None}
+    )
     run_config = config.model_copy(update={"memory": memory, "storage": storage})
     async with open_app(run_config) as app:
         engine = app.engine
