@@ -20,7 +20,9 @@ def make_web_app(
 ) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         problem = await app.store.health_problem()
-        lines = [f"database: {'ok' if problem is None else f'down ({problem})'}"]
+        pool = await app.store.connections()
+        in_use = f", {pool[0]} of {pool[1]} connections in use" if pool else ""
+        lines = [f"database: {'ok' + in_use if problem is None else f'down ({problem})'}"]
         lines += [f"{p.name}: {'ok' if p.connected else 'down'}" for p in platforms]
         ok = problem is None and all(p.connected for p in platforms)
         return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 503)

@@ -140,3 +140,20 @@ async def test_the_endpoint_listens_on_loopback_only_unless_http_host_says(
         listening = listening_addresses()
         assert f"0100007F:{port:04X}" in listening
         assert f"00000000:{port:04X}" not in listening
+
+
+async def test_healthz_on_postgresql_reports_the_connection_pool(
+    llm: FakeLLM, postgres_url: str, tmp_path: Path
+) -> None:
+    from bot.config import parse_config
+    from tests.conftest import config_dict
+
+    raw = config_dict(llm.url, tmp_path / "unused.sqlite3", http={"host": "127.0.0.1", "port": 0})
+    raw["storage"]["pool_size"] = 3
+    config = parse_config(raw, {"DATABASE_URL": postgres_url})
+    platform = FakePlatform()
+    await platform.start()
+    async with open_app(config) as app, serve_http(app, [platform]) as port:
+        assert port
+        status, _, body = await get(port, "/healthz")
+    assert (status, body) == (200, "database: ok, 0 of 3 connections in use\nfake: ok\n")

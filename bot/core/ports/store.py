@@ -429,6 +429,10 @@ class AdminStore(Protocol):
         """Whether the database answers a query."""
         ...
 
+    async def connections(self) -> tuple[int, int] | None:
+        """A connection pool's connections in use and the most it opens; None: no pool."""
+        ...
+
     async def integrity_check(self) -> str:
         """``ok``, or the first damage found."""
         ...

@@ -181,6 +181,9 @@ class MemoryStore(Messages):
     async def health_problem(self) -> str | None:
         return None
 
+    async def connections(self) -> tuple[int, int] | None:
+        return None
+
     async def ping(self) -> bool:
         return True
 

@@ -145,7 +145,7 @@ class Admin(Connection):
             return f"schema version {found}, expected {schema.SCHEMA_VERSION}"
         return "ok"
 
-    async def connections(self) -> tuple[int, int]:
+    async def connections(self) -> tuple[int, int] | None:
         """Connections of the pool in use, and the most it opens."""
         size, idle = self._pool.get_size(), self._pool.get_idle_size()
         return size - idle, self._pool.get_max_size()

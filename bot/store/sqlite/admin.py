@@ -155,6 +155,9 @@ class Admin(Connection):
             None if self._file_id is None else file_problem(self.path, self._file_id, self._wal_id)
         )
 
+    async def connections(self) -> tuple[int, int] | None:
+        return None  # one connection, no pool
+
     async def ping(self) -> bool:
         """Whether the database answers a query."""
         try:
