@@ -1,6 +1,7 @@
 """docker-compose.yml and the image's configuration, without Docker (no engine on CI machines):
-the compose file is read with PyYAML for what a user depends on, and the commands it and the
-image run are run for real in a folder laid out like the image's /etc/bot and / (WORKDIR)."""
+the compose files are read with PyYAML for what a user depends on (the PostgreSQL and replica
+files merged over docker-compose.yml by compose's rules), and the commands they and the image
+run are run for real in a folder laid out like the image's /etc/bot and / (WORKDIR)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -29,6 +31,73 @@ __all__ = ["fake_slack_thread"]
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 SERVICES: dict[str, Any] = COMPOSE["services"]
+
+
+POSTGRES_FILE, REPLICAS_FILE = "docker-compose.postgres.yml", "docker-compose.replicas.yml"
+PROXY_CONF = ROOT / "docker" / "slack-proxy.conf"
+
+
+class _Reset:
+    """Compose's ``!reset`` tag: the value of the files before is dropped."""
+
+
+class ComposeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, with compose's ``!reset`` tag."""
+
+
+ComposeLoader.add_constructor("!reset", lambda loader, node: _Reset())
+
+
+def compose_file(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.load((ROOT / name).read_text(), Loader=ComposeLoader)
+    return loaded
+
+
+def merge(base: Any, over: Any, key: str = "") -> Any:
+    """Compose's rules for several files, as far as ours use them: mappings merge key by key,
+    sequences append what is new, ``command`` and a health check's ``test`` are replaced, and
+    ``!reset`` removes the key."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        merged = dict(base)
+        for name, value in over.items():
+            if isinstance(value, _Reset):
+                merged.pop(name, None)
+            else:
+                merged[name] = merge(base[name], value, name) if name in base else value
+        return merged
+    if isinstance(base, list) and isinstance(over, list) and key not in ("command", "test"):
+        return base + [item for item in over if item not in base]
+    return over
+
+
+def project(*names: str) -> dict[str, Any]:
+    """What ``COMPOSE_FILE=docker-compose.yml:NAME...`` gives compose, before interpolation."""
+    merged: dict[str, Any] = compose_file("docker-compose.yml")
+    for name in names:
+        merged = merge(merged, compose_file(name))
+    return merged
+
+
+_VARIABLE = re.compile(r"\$\{(\w+)(?::\?([^}]*))?\}")
+
+
+def interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Compose's ``${NAME}`` and ``${NAME:?message}`` (an error when NAME is unset or empty),
+    in every string of the model; compose refuses the whole project on one such error."""
+    if isinstance(value, dict):
+        return {name: interpolate(item, env) for name, item in value.items()}
+    if isinstance(value, list):
+        return [interpolate(item, env) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        name, message = match.groups()
+        if message is not None and not env.get(name):
+            raise LookupError(f"required variable {name} is missing a value: {message}")
+        return env.get(name, "")
+
+    return _VARIABLE.sub(one, value)
 
 
 def dockerfile_env(name: str) -> str:
@@ -205,3 +274,100 @@ def test_the_health_check_asks_the_running_bot_and_a_backup_lands_in_backups(
     down = image.run(health, **tokens)  # nothing answers: unhealthy, said on one line
     assert down.returncode == 1
     assert f"127.0.0.1:{port}" in down.stderr and len(down.stderr.splitlines()) == 1
+
+
+def test_the_postgres_file_adds_a_server_the_bot_waits_for_with_one_password() -> None:
+    merged = project(POSTGRES_FILE)
+    services, postgres = merged["services"], merged["services"]["postgres"]
+    assert postgres["image"] == "postgres:16"  # the official image
+    assert postgres["volumes"] == ["postgres-data:/var/lib/postgresql/data"]
+    assert "postgres-data" in merged["volumes"]  # a named volume: kept across `down` and `up`
+    assert "ports" not in postgres  # only compose's network reaches it
+    server = postgres["environment"]
+    user, database = server["POSTGRES_USER"], server["POSTGRES_DB"]
+    assert (user, database) == ("bot", "bot")
+    assert postgres["healthcheck"]["test"] == [
+        "CMD", "pg_isready", f"--username={user}", f"--dbname={database}",
+    ]  # fmt: skip
+    # The bot starts after the check and the server is healthy, on the server compose runs.
+    assert services["bot"]["depends_on"] == {
+        "config": {"condition": "service_completed_successfully"},
+        "postgres": {"condition": "service_healthy"},
+    }
+    for name in ("config", "bot"):  # the check reads the configuration the bot will run with
+        environment = services[name]["environment"]
+        assert environment["BOT_CONFIG"] == dockerfile_env("BOT_CONFIG")  # merged, not replaced
+        url = urlsplit(environment["DATABASE_URL"])
+        assert (url.scheme, url.hostname, url.port) == ("postgresql", "postgres", 5432)
+        assert (url.username, url.path) == (user, f"/{database}")
+        assert url.password == "${POSTGRES_PASSWORD}"
+    # Set in .env: the server and the bot get the same password.
+    given = interpolate(merged, {"POSTGRES_PASSWORD": "0f3a9c"})["services"]
+    assert given["postgres"]["environment"]["POSTGRES_PASSWORD"] == "0f3a9c"
+    assert urlsplit(given["bot"]["environment"]["DATABASE_URL"]).password == "0f3a9c"
+    # Unset or empty (.env.example's `POSTGRES_PASSWORD=`): compose refuses, saying where.
+    for env in ({}, {"POSTGRES_PASSWORD": ""}):
+        with pytest.raises(LookupError, match=r"POSTGRES_PASSWORD.*\.env"):
+            interpolate(merged, env)
+    interpolate(project(), {})  # docker-compose.yml alone needs no password
+
+
+def test_the_replicas_file_runs_two_bots_on_postgres_behind_one_slack_port(image: Image) -> None:
+    config = load_config(Path(image.bot_config()), env={})
+    merged = project(POSTGRES_FILE, REPLICAS_FILE)
+    bot, proxy = merged["services"]["bot"], merged["services"]["slack-proxy"]
+    assert bot["deploy"]["replicas"] == 2
+    assert "ports" not in bot  # two containers cannot publish one host port
+    assert bot["healthcheck"]["test"] == ["CMD", "bot", "health"]  # each replica's /healthz
+    assert bot["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    assert "DATABASE_URL" in bot["environment"]
+    # Without the PostgreSQL file there is no server for the replicas to share: compose
+    # refuses a dependency on a service that is not defined.
+    alone = project(REPLICAS_FILE)["services"]
+    assert "postgres" in alone["bot"]["depends_on"] and "postgres" not in alone
+    # The proxy publishes Slack's port where the single bot did, once the replicas are healthy.
+    single = f"127.0.0.1:{config.slack.port}:{config.slack.port}"
+    assert single in SERVICES["bot"]["ports"]
+    assert proxy["ports"] == [single]
+    assert proxy["depends_on"] == {"bot": {"condition": "service_healthy"}}
+    assert proxy["image"].startswith("nginx:")
+    target = f"./{PROXY_CONF.relative_to(ROOT)}:/etc/nginx/conf.d/default.conf:ro"
+    assert proxy["volumes"] == [target]
+    # Its configuration: every address of the service `bot` (one per replica), on slack.port.
+    conf = re.sub(r"#.*", "", PROXY_CONF.read_text())
+    (name, upstream), *others = re.findall(r"^upstream (\w+) \{(.*?)\}", conf, re.M | re.S)
+    assert not others
+    assert re.findall(r"^\s*server (\S+)(.*);", upstream, re.M) == [
+        (f"bot:{config.slack.port}", " resolve")
+    ]
+    assert re.findall(r"^\s*resolver (\S+)", conf, re.M) == ["127.0.0.11"]  # Docker's DNS
+    assert re.findall(r"^\s*listen (\d+);", conf, re.M) == [str(config.slack.port)]
+    assert re.findall(r"^\s*proxy_pass (\S+);", conf, re.M) == [f"http://{name}"]
+    # Nothing round-robin would break: no sticky or hashed balancing.
+    assert not re.search(r"^\s*(ip_hash|hash|sticky)\b", upstream, re.M)
+
+
+def test_the_docs_and_env_example_name_the_files_and_variables_compose_reads() -> None:
+    docs = (ROOT / "docs" / "docker.md").read_text()
+    example = (ROOT / ".env.example").read_text()
+    headers = [(ROOT / name).read_text() for name in (POSTGRES_FILE, REPLICAS_FILE)]
+    lists = re.findall(r"COMPOSE_FILE=([\w.:-]+)", "\n".join([docs, example, *headers]))
+    assert {tuple(found.split(":")) for found in lists} == {
+        ("docker-compose.yml", POSTGRES_FILE),
+        ("docker-compose.yml", POSTGRES_FILE, REPLICAS_FILE),
+    }
+    commands = re.findall(r"docker compose((?: -f \S+)+) up -d", "\n".join([docs, *headers]))
+    assert commands and all(
+        command.split()[1::2] == ["docker-compose.yml", POSTGRES_FILE] for command in commands
+    )
+    # The variable is in .env.example, empty, and the refusal the docs quote is compose's.
+    assert re.search(r"^POSTGRES_PASSWORD=$", example, re.M)
+    password = compose_file(POSTGRES_FILE)["services"]["postgres"]["environment"]
+    message = re.fullmatch(r"\$\{POSTGRES_PASSWORD:\?(.+)\}", password["POSTGRES_PASSWORD"])
+    assert message and f"`{message.group(1)}`" in docs
+    # An external server: a commented example, the password in .env and not in config.yaml.
+    (external,) = re.findall(r"^# DATABASE_URL=(\S+)$", example, re.M)
+    assert urlsplit(external).scheme == "postgresql" and urlsplit(external).password
+    for promised in ("postgres:16", "postgres-data", "pg_isready", "docker/slack-proxy.conf"):
+        assert promised in docs, promised
+    assert "discord.shard_ids" in docs and "discord.register_commands" in docs
