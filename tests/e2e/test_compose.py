@@ -370,4 +370,3 @@ def test_the_docs_and_env_example_name_the_files_and_variables_compose_reads() -
     assert urlsplit(external).scheme == "postgresql" and urlsplit(external).password
     for promised in ("postgres:16", "postgres-data", "pg_isready", "docker/slack-proxy.conf"):
         assert promised in docs, promised
-    assert "discord.shard_ids" in docs and "discord.register_commands" in docs
