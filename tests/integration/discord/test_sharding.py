@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.adapters.discord.platform import DiscordPlatform
-from bot.config import parse_config
+from bot.config import DiscordConfig, parse_config
 from bot.core.ports.platform import PlatformError
 from bot.wiring import open_app
 from tests.conftest import config_dict, is_summary_request
@@ -164,3 +164,21 @@ async def test_sharded_without_the_intent_says_how_to_enable_it(
     with pytest.raises(PlatformError, match="Discord refused the Message Content intent"):
         async with bot_process(llm, tmp_path, "refused", shard_count=2):
             pass
+
+
+async def test_doctor_names_the_shards_and_who_registers_the_commands(
+    llm: FakeLLM, tmp_path: Path, discord_fake: FakeDiscord
+) -> None:
+    from bot.adapters.discord.diagnose import diagnose
+
+    def settings(**discord: Any) -> DiscordConfig:
+        data = config_dict(llm.url, tmp_path / "bot.sqlite3", discord={"enabled": True, **discord})
+        return parse_config(data, {"DISCORD_TOKEN": TOKEN}).discord
+
+    ok, detail = await diagnose(settings(shard_count=4, shard_ids=[2, 3], register_commands=False))
+    assert ok and detail.endswith(
+        "slash commands registered by another process; shards 2, 3 of 4"
+    ), detail
+    ok, detail = await diagnose(settings(shard_count="auto"))
+    assert ok and detail.endswith("all servers; as many shards as Discord recommends"), detail
+    assert discord_fake.command_syncs == []
