@@ -85,7 +85,7 @@ class MemoryClient(discord.Client):
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Wait between one connection's IDENTIFY and the next (a later shard, a reconnect):
-        Discord takes one a shard bucket every 5 seconds."""
+        Discord takes one IDENTIFY every 5 seconds (per bucket of its session start limit)."""
         if not initial:
             await asyncio.sleep(self._identify_interval)
 
