@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from bot.config.section import Section
 
@@ -81,8 +81,51 @@ class DiscordConfig(PlatformSection):
     """Discord's REST API (a proxy, or a local test server); None: discord.py's default."""
     gateway_url: str | None = Field(default=None, pattern=r"^wss?://")
     """Discord's gateway websocket; None: discord.py's default."""
+    shard_count: int | Literal["auto"] | None = None
+    """The bot's shards in all, across its processes; "auto": as many as Discord recommends;
+    None: one connection, unsharded."""
+    shard_ids: tuple[int, ...] | None = None
+    """The shards this process runs; None: every shard of ``shard_count``."""
+    register_commands: bool = True
+    """This process syncs the slash commands: with several processes, exactly one does."""
     token: str | None = Field(default=None, exclude=True, repr=False)
     secret_variables: ClassVar[Mapping[str, str]] = {"token": "DISCORD_TOKEN"}
+
+    @field_validator("shard_count", mode="before")
+    @classmethod
+    def _a_count_or_auto(cls, value: object) -> object:
+        """One plain message rather than one per member of the union."""
+        if value is None or value == "auto":
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        raise ValueError(
+            f'Input should be a whole number of shards (1 or more) or "auto", not {value!r}'
+        )
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shards_of_the_count(
+        cls, ids: tuple[int, ...] | None, info: ValidationInfo
+    ) -> tuple[int, ...] | None:
+        if ids is None or "shard_count" not in info.data:  # a bad count is named already
+            return ids
+        count = info.data["shard_count"]
+        if count is None:
+            raise ValueError("needs discord.shard_count, the number of shards in all")
+        if count == "auto":
+            raise ValueError('needs a number in discord.shard_count, not "auto"')
+        if not ids:
+            raise ValueError("lists no shard (leave it out to run every shard)")
+        for shard in ids:
+            if not 0 <= shard < count:
+                raise ValueError(
+                    f"{shard} is not a shard of discord.shard_count {count} "
+                    f"(the ids run from 0 to {count - 1})"
+                )
+            if ids.count(shard) > 1:
+                raise ValueError(f"{shard} is listed twice")
+        return ids
 
     def missing_secrets(self) -> str | None:
         return (

@@ -4,6 +4,11 @@ discord.py reads its endpoints from ``discord.http.Route.BASE`` and
 ``discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY``; :func:`pointed_at` sets both for the
 duration of a test. The fake logs the bot in (HELLO, IDENTIFY, READY, GUILD_CREATE), delivers
 events a test dispatches, records what the bot sends, and can answer one request with a 429.
+
+Shards as on Discord: an IDENTIFY may carry ``shard: [id, count]`` (none: shard 0 of 1); a
+connection is sent only its shard's servers, and a server's events go only to the connections
+of the server's shard, ``(guild_id >> 22) % count``; events outside servers (DMs) to shard 0.
+Several connections may hold the same shard: each gets its events, as on Discord.
 """
 
 from __future__ import annotations
@@ -52,6 +57,11 @@ async def eventually(condition: Callable[[], bool | Awaitable[bool]], within: fl
 
 
 _DISCORD_EPOCH_MS = 1_420_070_400_000
+
+
+def shard_of(guild_id: int, shard_count: int) -> int:
+    """The shard Discord sends a server's events on."""
+    return (guild_id >> 22) % shard_count
 
 
 def snowflake() -> str:
@@ -258,8 +268,11 @@ class FakeDiscord:
         application_id: int = 901,
         grant_message_content: bool = True,
         token: str = "fake.bot.token",
+        recommended_shards: int = 1,
     ) -> None:
         self.token = token
+        self.recommended_shards = recommended_shards
+        """The shard count ``GET /gateway/bot`` recommends."""
         self.bot = bot or Person(900, "Memory Bot", bot=True)
         self.application_id = application_id
         self.guilds = guilds or []
@@ -273,13 +286,16 @@ class FakeDiscord:
         self.followups: list[JSON] = []
         self.deleted_originals: list[str] = []
         self.identify: JSON | None = None
+        """The latest IDENTIFY; ``identifies`` has them all, in order."""
+        self.identifies: list[JSON] = []
         self.rate_limited: list[str] = []
         self.refuse_files = False
         self.refuse_gateway: int | None = None
         """An HTTP status the gateway's websocket is refused with, instead of upgraded."""
         """True: messages with attachments get 403 Missing Permissions (no Attach Files)."""
         self._rate_limit: re.Pattern[str] | None = None
-        self._ws: web.WebSocketResponse | None = None
+        self._connections: dict[web.WebSocketResponse, tuple[int, int]] = {}
+        """Each identified gateway connection and its (shard id, shard count)."""
         self._seq = itertools.count(1)
         self.history: dict[int, list[JSON]] = {}
         """Channel (or thread) id → its messages, oldest first: what the messages route reads."""
@@ -302,8 +318,8 @@ class FakeDiscord:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._ws is not None and not self._ws.closed:
-            await self._ws.close()
+        for ws in list(self._connections):
+            await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -361,8 +377,19 @@ class FakeDiscord:
     # -- events ---------------------------------------------------------------------------
 
     async def dispatch(self, event: str, data: JSON) -> None:
-        assert self._ws is not None, "the bot is not connected"
-        await self._ws.send_str(json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data}))
+        """Send ``event`` to the connections of its server's shard (DMs: shard 0's)."""
+        guild_id = data.get("guild_id")
+        targets = [
+            ws
+            for ws, (shard, count) in self._connections.items()
+            if shard == (0 if guild_id is None else shard_of(int(guild_id), count))
+        ]
+        assert targets, f"no connection of the bot takes {event} for server {guild_id}"
+        for ws in targets:
+            await self._emit(ws, event, data)
+
+    async def _emit(self, ws: web.WebSocketResponse, event: str, data: JSON) -> None:
+        await ws.send_str(json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data}))
 
     def message(
         self,
@@ -513,44 +540,56 @@ class FakeDiscord:
     # -- gateway --------------------------------------------------------------------------
 
     async def drop_gateway(self, code: int = 4000) -> None:
-        """Close the bot's gateway connection with ``code`` (4000: an error it may resume)."""
-        assert self._ws is not None, "the bot is not connected"
-        await self._ws.close(code=code)
+        """Close the bot's gateway connections with ``code`` (4000: an error it may resume)."""
+        assert self._connections, "the bot is not connected"
+        for ws in list(self._connections):
+            await ws.close(code=code)
 
     async def _gateway(self, request: web.Request) -> web.StreamResponse:
         if self.refuse_gateway is not None:
             return web.Response(status=self.refuse_gateway, text="refused")
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        self._ws = ws
         await ws.send_json({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None})
-        async for frame in ws:
-            if frame.type is not WSMsgType.TEXT:
-                continue
-            message = json.loads(frame.data)
-            if message["op"] == 1:
-                await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
-            elif message["op"] == 2:
-                await self._identified(ws, message["d"])
+        try:
+            async for frame in ws:
+                if frame.type is not WSMsgType.TEXT:
+                    continue
+                message = json.loads(frame.data)
+                if message["op"] == 1:
+                    await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+                elif message["op"] == 2:
+                    await self._identified(ws, message["d"])
+        finally:
+            self._connections.pop(ws, None)
         return ws
 
     async def _identified(self, ws: web.WebSocketResponse, identify: JSON) -> None:
         self.identify = identify
+        self.identifies.append(identify)
         if identify["intents"] & MESSAGE_CONTENT_INTENT and not self.grant_message_content:
             await ws.close(code=4014, message=b"Disallowed intent(s).")
             return
+        shard, count = identify.get("shard") or (0, 1)
+        if not 0 <= shard < count:
+            await ws.close(code=4010, message=b"Invalid shard.")
+            return
+        self._connections[ws] = (shard, count)
+        guilds = [g for g in self.guilds if shard_of(g.id, count) == shard]
         ready = {
             "v": 10,
             "user": self.bot.user,
-            "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in guilds],
             "session_id": "fake-session",
             "resume_gateway_url": self.gateway_url,
             "application": {"id": str(self.application_id), "flags": 0},
             "private_channels": [],
         }
-        await self.dispatch("READY", ready)
-        for guild in self.guilds:
-            await self.dispatch("GUILD_CREATE", guild.payload(self.bot))
+        if count > 1:
+            ready["shard"] = [shard, count]
+        await self._emit(ws, "READY", ready)
+        for guild in guilds:
+            await self._emit(ws, "GUILD_CREATE", guild.payload(self.bot))
 
     # -- REST -----------------------------------------------------------------------------
 
@@ -597,6 +636,7 @@ class FakeDiscord:
         return [
             (r"GET /users/@me", lambda r, b: self._json(self.bot.user)),
             (r"GET /oauth2/applications/@me", lambda r, b: self._json(self._application())),
+            (r"GET /gateway/bot", lambda r, b: self._json(self._gateway_bot())),
             (r"PUT /applications/\d+/commands", lambda r, b: self._sync("global", b)),
             (r"PUT /applications/\d+/guilds/(\d+)/commands", lambda r, b, g: self._sync(g, b)),
             (r"GET /channels/(\d+)", self._channel),
@@ -629,6 +669,18 @@ class FakeDiscord:
             "verify_key": "0" * 64,
             # GATEWAY_MESSAGE_CONTENT_LIMITED: the intent is on in the Developer Portal.
             "flags": (1 << 19) if self.grant_message_content else 0,
+        }
+
+    def _gateway_bot(self) -> JSON:
+        return {
+            "url": self.gateway_url,
+            "shards": self.recommended_shards,
+            "session_start_limit": {
+                "total": 1000,
+                "remaining": 999,
+                "reset_after": 14_400_000,
+                "max_concurrency": 1,
+            },
         }
 
     def _sync(self, scope: str, commands: list[JSON]) -> web.Response:

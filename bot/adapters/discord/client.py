@@ -40,8 +40,15 @@ def intents() -> discord.Intents:
 
 
 class MemoryClient(discord.Client):
+    """One gateway connection (unsharded); :class:`ShardedMemoryClient` runs shards."""
+
     def __init__(
-        self, *, engine: Engine, settings: DiscordConfig, guild_ready_timeout: float = 2.0
+        self,
+        *,
+        engine: Engine,
+        settings: DiscordConfig,
+        guild_ready_timeout: float = 2.0,
+        identify_interval: float = 5.0,
     ) -> None:
         # The bot never joins voice: discord.py need not warn on each start that the voice
         # libraries are not installed.
@@ -50,9 +57,11 @@ class MemoryClient(discord.Client):
             intents=intents(),
             allowed_mentions=NO_MENTIONS,
             guild_ready_timeout=guild_ready_timeout,
+            **self._sharding(settings),
         )
         self._engine = engine
         self._settings = settings
+        self._identify_interval = identify_interval
         self._answer_channels = frozenset(settings.answer_channels)
         self._parents: dict[int, asyncio.Future[int | None]] = {}
         self.holds = Holds()
@@ -60,6 +69,11 @@ class MemoryClient(discord.Client):
         self.handler = Handler(engine=engine, record_all=settings.record == "all")
         self._taking = True
         self.tree = build_tree(self, CommandRunner(handler=self.handler, settings=settings))
+
+    @staticmethod
+    def _sharding(settings: DiscordConfig) -> dict[str, Any]:
+        """discord.py's options for the shards this client runs: none, unsharded."""
+        return {}
 
     @property
     def engine(self) -> Engine:
@@ -69,9 +83,18 @@ class MemoryClient(discord.Client):
     def answer_channels(self) -> frozenset[int]:
         return self._answer_channels
 
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Wait between one connection's IDENTIFY and the next (a later shard, a reconnect):
+        Discord takes one IDENTIFY every 5 seconds (per bucket of its session start limit)."""
+        if not initial:
+            await asyncio.sleep(self._identify_interval)
+
     async def setup_hook(self) -> None:
-        """Sync the slash commands: to the development server when one is configured."""
-        if self._settings.dev_guild_id is not None:
+        """Sync the slash commands, to the development server when one is configured; not at
+        all when another process registers them (``discord.register_commands``)."""
+        if not self._settings.register_commands:
+            log.info("slash commands left to the process that registers them")
+        elif self._settings.dev_guild_id is not None:
             guild = discord.Object(id=self._settings.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
             synced = await self.tree.sync(guild=guild)
@@ -183,3 +206,40 @@ class MemoryClient(discord.Client):
         if isinstance(sys.exc_info()[1], StorageError):
             return  # the store logged its cause in one line
         log.exception("Discord event %s failed", event_method)
+
+
+class ShardedMemoryClient(MemoryClient, discord.AutoShardedClient):
+    """The same client over several gateway connections, one a shard: Discord sends each
+    server's events on shard ``(guild_id >> 22) % shard_count``, and discord.py sends on the
+    shard of the server concerned."""
+
+    @staticmethod
+    def _sharding(settings: DiscordConfig) -> dict[str, Any]:
+        count = settings.shard_count
+        ids = None if settings.shard_ids is None else list(settings.shard_ids)
+        return {"shard_count": None if count == "auto" else count, "shard_ids": ids}
+
+    async def launch_shards(self) -> None:
+        """With ``shard_count: auto``, the count Discord recommends; the gateway stays the
+        configured one (discord.py would take the one Discord names with it)."""
+        if self._settings.shard_count == "auto" and not self.is_closed():
+            self.shard_count, _, _ = await self.http.get_bot_gateway()
+            log.info("discord: %d shards, as Discord recommends", self.shard_count)
+        await super().launch_shards()
+
+
+def client_for(
+    *,
+    engine: Engine,
+    settings: DiscordConfig,
+    guild_ready_timeout: float = 2.0,
+    identify_interval: float = 5.0,
+) -> MemoryClient:
+    """The sharded client when ``discord.shard_count`` is set, else the unsharded one."""
+    kind = MemoryClient if settings.shard_count is None else ShardedMemoryClient
+    return kind(
+        engine=engine,
+        settings=settings,
+        guild_ready_timeout=guild_ready_timeout,
+        identify_interval=identify_interval,
+    )

@@ -38,8 +38,25 @@ async def diagnose(settings: DiscordConfig) -> tuple[bool, str]:
     if not flags & (GATEWAY_MESSAGE_CONTENT | GATEWAY_MESSAGE_CONTENT_LIMITED):
         return False, f"the Message Content intent is off for this application. {ENABLE_INTENT}"
     where = f"server {settings.dev_guild_id}" if settings.dev_guild_id else "all servers"
+    commands = (
+        f"slash commands for {where}"
+        if settings.register_commands
+        else "slash commands registered by another process"
+    )
     return True, (
         f"discord: logged in as {user['username']} (application {application['id']}), "
-        f"Message Content intent on; records {settings.record} messages; "
-        f"slash commands for {where}"
+        f"Message Content intent on; records {settings.record} messages; {commands}"
+        f"{_shards(settings)}"
     )
+
+
+def _shards(settings: DiscordConfig) -> str:
+    """Which shards this process runs, when sharded."""
+    if settings.shard_count is None:
+        return ""
+    if settings.shard_count == "auto":
+        return "; as many shards as Discord recommends"
+    if settings.shard_ids is None:
+        return f"; every shard of {settings.shard_count}"
+    ids = ", ".join(str(shard) for shard in settings.shard_ids)
+    return f"; shards {ids} of {settings.shard_count}"

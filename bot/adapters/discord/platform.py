@@ -12,7 +12,7 @@ import yarl
 
 from bot.adapters import reconnect
 from bot.adapters.discord.catch_up import catch_up
-from bot.adapters.discord.client import MemoryClient
+from bot.adapters.discord.client import client_for
 from bot.config import DiscordConfig
 from bot.core.engine import Engine
 from bot.core.ports.platform import PlatformError
@@ -60,14 +60,22 @@ def point_at(*, api_base_url: str | None, gateway_url: str | None) -> None:
 
 class DiscordPlatform:
     def __init__(
-        self, *, engine: Engine, settings: DiscordConfig, guild_ready_timeout: float = 2.0
+        self,
+        *,
+        engine: Engine,
+        settings: DiscordConfig,
+        guild_ready_timeout: float = 2.0,
+        identify_interval: float = 5.0,
     ) -> None:
         if not settings.token:
             raise PlatformError("discord: DISCORD_TOKEN is not set in the environment")
         self._token = settings.token
         point_at(api_base_url=settings.api_base_url, gateway_url=settings.gateway_url)
-        self.client = MemoryClient(
-            engine=engine, settings=settings, guild_ready_timeout=guild_ready_timeout
+        self.client = client_for(
+            engine=engine,
+            settings=settings,
+            guild_ready_timeout=guild_ready_timeout,
+            identify_interval=identify_interval,
         )
         self._running: asyncio.Task[None] | None = None
         self._catch_up: asyncio.Task[None] | None = None
@@ -102,6 +110,9 @@ class DiscordPlatform:
         ready = asyncio.create_task(self.client.wait_until_ready())
         await asyncio.wait({self._running, ready}, return_when=asyncio.FIRST_COMPLETED)
         if not self._running.done():
+            if isinstance(self.client, discord.AutoShardedClient):
+                ids = ", ".join(str(shard) for shard in sorted(self.client.shards))
+                log.info("discord: shards %s of %s", ids, self.client.shard_count)
             self._catch_up = asyncio.create_task(self._catch_up_now(), name="discord catch-up")
             return
         ready.cancel()
