@@ -502,3 +502,99 @@ async def test_term_counts_follow_edits_deletions_and_resets(store: Store) -> No
     }
     await store.reset(conversation=GENERAL, include_pins=False)
     assert await store.term_counts(conversation_key=key, terms=["apple"]) == {"apple": 0}
+
+
+# -- leases and the messages awaiting an answer ----------------------------------------------
+
+
+async def test_a_lease_is_one_holders_until_it_runs_out_or_is_dropped(store: Store) -> None:
+    assert await store.take_lease(name="summary:x", holder="a", seconds=60)
+    assert not await store.take_lease(name="summary:x", holder="b", seconds=60)
+    assert await store.take_lease(name="summary:x", holder="a", seconds=60)  # renewed
+    await store.drop_lease(name="summary:x", holder="b")  # not b's: left alone
+    assert not await store.take_lease(name="summary:x", holder="b", seconds=60)
+    await store.drop_lease(name="summary:x", holder="a")
+    assert await store.take_lease(name="summary:x", holder="b", seconds=60)
+    assert await store.take_lease(name="summary:y", holder="a", seconds=60)  # another name
+
+
+async def test_a_lease_that_ran_out_goes_to_the_next_holder(store: Store) -> None:
+    assert await store.take_lease(name="catch-up", holder="a", seconds=-1)
+    assert await store.take_lease(name="catch-up", holder="b", seconds=60)
+    assert not await store.take_lease(name="catch-up", holder="a", seconds=60)
+
+
+async def awaiting(store: Store, text: str, holder: str, where: Conversation = GENERAL) -> int:
+    stored = await store.add_message(
+        conversation=where,
+        role=Role.USER,
+        author_id="U1",
+        author_name="Ana",
+        content=text,
+        tokens=2,
+        message_id=f"m-{text}",
+        created_at=1.0,
+        awaited_by=holder,
+    )
+    return stored.id
+
+
+async def test_the_oldest_message_awaiting_an_answer_is_known_until_it_is_answered(
+    store: Store,
+) -> None:
+    assert await store.first_awaiting(conversation_key=GENERAL.key) is None
+    await add(store, "not for the bot")
+    first = await awaiting(store, "first", "a")
+    second = await awaiting(store, "second", "b")
+    elsewhere = await awaiting(store, "elsewhere", "a", RANDOM)
+    assert await store.first_awaiting(conversation_key=GENERAL.key) == first
+    await store.answered(stored_id=first)
+    assert await store.first_awaiting(conversation_key=GENERAL.key) == second
+    await store.answered(stored_id=second)
+    assert await store.first_awaiting(conversation_key=GENERAL.key) is None
+    assert await store.first_awaiting(conversation_key=RANDOM.key) == elsewhere
+
+
+async def test_a_message_deleted_or_reset_awaits_nothing(store: Store) -> None:
+    await awaiting(store, "deleted", "a")
+    await store.delete_message(conversation_key=GENERAL.key, message_id="m-deleted")
+    assert await store.first_awaiting(conversation_key=GENERAL.key) is None
+    await awaiting(store, "reset", "a", RANDOM)
+    await store.reset(conversation=RANDOM, include_pins=False)
+    assert await store.first_awaiting(conversation_key=RANDOM.key) is None
+
+
+async def test_messages_of_a_process_whose_lease_ran_out_are_adopted_once(store: Store) -> None:
+    assert await store.take_lease(name="process:alive", holder="alive", seconds=60)
+    assert await store.take_lease(name="process:dead", holder="dead", seconds=-1)
+    kept = await awaiting(store, "kept", "alive")
+    orphan = await awaiting(store, "orphan", "dead")
+    answer = await add(store, "half done", reply_to=orphan)
+    lost = await awaiting(store, "lost", "never-started", THREAD)
+    other = await store.add_message(
+        conversation=Conversation("discord", "G1", "C9"),
+        role=Role.USER,
+        author_id="U1",
+        author_name="Ana",
+        content="on discord",
+        tokens=2,
+        message_id="d1",
+        created_at=1.0,
+        awaited_by="dead",
+    )
+    adopted = await store.adopt_awaiting(platform="slack", holder="me", limit=10)
+    assert [(a.conversation_key, a.question.id) for a in adopted] == [
+        (GENERAL.key, orphan),
+        (THREAD.key, lost),
+    ]
+    assert adopted[0].question.content == "orphan"
+    assert adopted[0].answer is not None and adopted[0].answer.id == answer
+    assert adopted[1].answer is None
+    assert adopted[0].queued_at > 0
+    # Now "me"'s, whose lease runs: nobody adopts them again, nor "alive"'s.
+    assert await store.take_lease(name="process:me", holder="me", seconds=60)
+    assert await store.adopt_awaiting(platform="slack", holder="you", limit=10) == []
+    assert await store.first_awaiting(conversation_key=GENERAL.key) == kept
+    assert [
+        a.question.id for a in await store.adopt_awaiting(platform="discord", holder="me", limit=10)
+    ] == [other.id]

@@ -2,10 +2,12 @@
 
 ``MessageStore`` holds the conversations' messages (turns, search, vectors), ``MemoryStore``
 what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token usage and
-tokenizer calibrations, and ``AdminStore`` what operators do to a whole database (backup,
-export, import, health). ``Store`` is all four. Every method takes keyword-only, plain
-arguments. Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL
-(``bot.store.postgres``) and an in-memory store (``bot.store.memory``).
+tokenizer calibrations, ``AdminStore`` what operators do to a whole database (backup,
+export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
+database coordinate by: leases on work only one of them may do at a time, and the messages
+awaiting an answer. ``Store`` is all five. Every method takes keyword-only, plain arguments.
+Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
+an in-memory store (``bot.store.memory``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from bot.core.models import (
     StoredMessage,
     Summary,
 )
+from bot.core.ports.leases import LeaseStore
 
 
 class StorageError(Exception):
@@ -154,9 +157,13 @@ class MessageStore(Protocol):
         created_at: float,
         reply_to: int | None = None,
         importance: int = 0,
+        awaited_by: str | None = None,
     ) -> StoredMessage:
         """Store a message; :class:`Duplicate` when the conversation already holds one with
-        this ``message_id`` (stored by another delivery or process: it is not stored again)."""
+        this ``message_id`` (stored by another delivery or process: it is not stored again).
+        ``awaited_by``: a process that will answer it (its holder name, :class:`LeaseStore`);
+        the message awaits its answer from the moment it is stored, in the same
+        transaction."""
         ...
 
     async def rename_author(
@@ -461,5 +468,5 @@ class AdminStore(Protocol):
     async def close(self) -> None: ...
 
 
-class Store(MessageStore, MemoryStore, UsageStore, AdminStore, Protocol):
+class Store(MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, Protocol):
     """All of the store."""

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from bot.core.memory.terms import document_terms
 from bot.core.models import Conversation, Role, StoredMessage
 from bot.core.ports.store import Duplicate, NewestMessage, TurnCost
-from bot.store.memory.tables import ConversationRow, MessageRow, Tables
+from bot.store.memory.tables import AwaitingRow, ConversationRow, MessageRow, Tables
 
 
 def _terms(content: str) -> set[str]:
@@ -52,6 +52,7 @@ class Messages(Tables):
         created_at: float,
         reply_to: int | None = None,
         importance: int = 0,
+        awaited_by: str | None = None,
     ) -> StoredMessage:
         key = conversation.key
         if message_id is not None:
@@ -75,6 +76,8 @@ class Messages(Tables):
             importance=importance,
         )
         self.messages[row.id] = row
+        if awaited_by is not None:
+            self.awaiting[row.id] = AwaitingRow(key, conversation.platform, awaited_by, time.time())
         return row.stored()
 
     async def rename_author(

@@ -24,10 +24,11 @@ from bot.core.ports.store import (
     UsageTotals,
 )
 from bot.store.memory.archive import export_records, import_records, write_backup
+from bot.store.memory.leases import Leases
 from bot.store.memory.messages import Messages
 
 
-class MemoryStore(Messages):
+class MemoryStore(Messages, Leases):
     """Implements :class:`bot.core.ports.store.Store` in memory."""
 
     # -- pins, profiles, summaries -------------------------------------------------------

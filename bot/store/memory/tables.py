@@ -50,6 +50,16 @@ class MessageRow:
 
 
 @dataclass
+class AwaitingRow:
+    """A message awaiting its answer, and the process answering it."""
+
+    conversation: str
+    platform: str
+    holder: str
+    queued_at: float
+
+
+@dataclass
 class ConversationRow:
     key: str
     channel_key: str
@@ -72,6 +82,8 @@ class Tables:
         self._calibrations: dict[str, Calibration] = {}
         self._meta: dict[str, str] = {}
         self._requests: dict[str, float] = {}
+        self.lease_rows: dict[str, tuple[str, float]] = {}  # name: holder, runs until
+        self.awaiting: dict[int, AwaitingRow] = {}  # message id: ...
         self._last_ids: dict[str, int] = {}  # per table: the last id given
 
     def next_id(self, name: str, table: dict[int, Any]) -> int:

@@ -16,7 +16,8 @@ from bot.store.postgres.connection import Connection, text
 from bot.store.sqlite.rows import MESSAGE_COLUMNS, message
 
 # One round trip: the conversation's row (made, or taken: the upsert locks it), the message
-# unless its platform id is already there, and its terms counted, in that order.
+# unless its platform id is already there, its terms counted, and its place among the
+# messages awaiting an answer (when it awaits one), in that order.
 _ADD = """
 WITH conversation AS (
     INSERT INTO conversations (key, channel_key, created_at) VALUES ($1, $2, $3)
@@ -31,6 +32,9 @@ WITH conversation AS (
     INSERT INTO search_terms (conversation, term, docs)
     SELECT $1, term, 1 FROM added, unnest($13::text[]) AS term
     ON CONFLICT (conversation, term) DO UPDATE SET docs = search_terms.docs + 1
+), queued AS (
+    INSERT INTO awaiting (message_id, conversation, platform, holder, queued_at)
+    SELECT id, $1, $14::text, $15::text, $3 FROM added WHERE $15::text IS NOT NULL
 )
 SELECT id FROM added
 """
@@ -59,6 +63,7 @@ class Messages(Connection):
         created_at: float,
         reply_to: int | None = None,
         importance: int = 0,
+        awaited_by: str | None = None,
     ) -> StoredMessage:
         key = conversation.key
         content, author_name = text(content), text(author_name)
@@ -79,6 +84,8 @@ class Messages(Connection):
                 created_at,
                 importance,
                 terms,
+                conversation.platform,
+                awaited_by,
             )
         if new_id is None:
             assert message_id is not None  # only a platform id can collide

@@ -127,6 +127,24 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX handled_requests_by_time ON handled_requests (handled_at);
     """,
+    # 2: as SQLite's 11. Leases on work one process does at a time, by the server's clock;
+    # the messages awaiting an answer and the process answering each.
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE awaiting (
+        message_id BIGINT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+        conversation TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        queued_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX awaiting_by_conversation ON awaiting (conversation, message_id);
+    CREATE INDEX awaiting_by_platform ON awaiting (platform, message_id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

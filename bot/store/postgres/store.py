@@ -4,7 +4,7 @@
 for several processes sharing one database: each write that touches a conversation takes the
 conversation's row first, so that two processes writing one conversation serialize cleanly.
 Each concern lives in its own module (messages, turns, search, vectors, pins, profiles,
-summaries, usage, admin); the schema and its migrations in :mod:`.schema`.
+summaries, usage, admin, leases); the schema and its migrations in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from bot.core.models import Conversation
 from bot.store.postgres import schema, search
 from bot.store.postgres.admin import Admin
 from bot.store.postgres.connection import FAILURES
+from bot.store.postgres.leases import Leases
 from bot.store.postgres.messages import Messages
 from bot.store.postgres.pins import Pins
 from bot.store.postgres.profiles import Profiles
@@ -47,7 +48,9 @@ def shown(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{name}:***@{host}"))
 
 
-class PostgresStore(Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin):
+class PostgresStore(
+    Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases
+):
     @classmethod
     async def open(cls, url: str, *, pool_size: int = 10, index: bool = True) -> PostgresStore:
         """Connect (and migrate) the database at ``url``. ``index``: messages stored through

@@ -81,7 +81,7 @@ class Connection:
                 raise
             await self._db.execute("COMMIT")
 
-    async def _write(self, sql: str, params: Sequence[Any]) -> int:
+    async def _write(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> int:
         async with self._writing():
             cursor = await self._db.execute(sql, params)
             return cursor.rowcount

@@ -54,6 +54,7 @@ class Messages(Connection):
         created_at: float,
         reply_to: int | None = None,
         importance: int = 0,
+        awaited_by: str | None = None,
     ) -> StoredMessage:
         key = conversation.key
         values = (key, reply_to, role.value, author_id, author_name, content, tokens)
@@ -67,6 +68,12 @@ class Messages(Connection):
             inserted, new_id = cursor.rowcount, cursor.lastrowid
             if inserted > 0 and new_id is not None and self._index:
                 await search.index(self._db, [(new_id, key, content)])
+            if inserted > 0 and awaited_by is not None:
+                await self._db.execute(
+                    "INSERT INTO awaiting (message_id, conversation, platform, holder, queued_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (new_id, key, conversation.platform, awaited_by, time.time()),
+                )
         if inserted < 1 or new_id is None:
             assert message_id is not None  # only a platform id can collide
             existing = await self.find_message(conversation_key=key, message_id=message_id)

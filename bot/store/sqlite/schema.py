@@ -277,6 +277,25 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_by_turn
         ON messages (conversation, COALESCE(reply_to, id), id, tokens, importance, marks);
     """,
+    # 11: several processes on one database. Leases on work one of them does at a time, by
+    # the database's clock; the messages awaiting an answer and the process answering each,
+    # so that answers keep their conversation's order and a process that dies is taken over.
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE awaiting (
+        message_id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+        conversation TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        queued_at REAL NOT NULL
+    );
+    CREATE INDEX awaiting_by_conversation ON awaiting (conversation, message_id);
+    CREATE INDEX awaiting_by_platform ON awaiting (platform, message_id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,7 +4,7 @@
 connection: every read and write runs on aiosqlite's thread, never on the event loop. WAL lets
 a read see every committed write without waiting for a writer in another process. Each concern
 lives in its own module (messages, turns, search, vectors, pins, profiles, summaries, usage,
-admin); the schema and its migrations in :mod:`.schema`.
+admin, leases); the schema and its migrations in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bot.core.ports.store import StorageError
 from bot.store import archive
 from bot.store.sqlite import schema, search
 from bot.store.sqlite.admin import Admin, file_id
+from bot.store.sqlite.leases import Leases
 from bot.store.sqlite.messages import Messages
 from bot.store.sqlite.pins import Pins
 from bot.store.sqlite.profiles import Profiles
@@ -36,7 +37,9 @@ __all__ = ["SCHEMA_VERSION", "DatabaseError", "SqliteStore"]
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
-class SqliteStore(Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin):
+class SqliteStore(
+    Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases
+):
     @classmethod
     async def open(
         cls,
