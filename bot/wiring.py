@@ -248,18 +248,23 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
         # loop for tens of milliseconds every so often. Given back to the collector at close.
         gc.freeze()
         try:
-            yield App(
-                config=config,
-                store=store,
-                engine=engine,
-                chat=chat,
-                summary=summary,
-                observer=observer,
-                metrics=metrics,
-            )
+            # Held until the answers in flight are done: then another process may take over
+            # what this one leaves unanswered.
+            async with engine.leases.keep_alive():
+                try:
+                    yield App(
+                        config=config,
+                        store=store,
+                        engine=engine,
+                        chat=chat,
+                        summary=summary,
+                        observer=observer,
+                        metrics=metrics,
+                    )
+                finally:
+                    await engine.aclose()
         finally:
             gc.unfreeze()
-            await engine.aclose()
     finally:
         for client in clients:
             await client.close()

@@ -154,8 +154,26 @@ async def chat(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> None:
-    interactive = stdin.isatty()
     handler = Handler(engine=engine, record_all=True)
+    # A question an earlier session left unanswered (stopped mid-answer) is not answered
+    # now; it would only hold up this session's answers.
+    handler.take_over("console", None)
+    try:
+        await _chat(handler, engine, channel, user, stdin, stdout, stderr)
+    finally:
+        await handler.aclose()
+
+
+async def _chat(
+    handler: Handler,
+    engine: Engine,
+    channel: str,
+    user: str,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> None:
+    interactive = stdin.isatty()
     ui = Console(file=stderr, highlight=False)
     # The spinner only where both streams are the terminal: never into a pipe or a file.
     on_terminal = stderr.isatty()

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from bot.core.leases import Leases
 from bot.core.locks import Locks
 from bot.core.memory.recall import Recaller
 from bot.core.memory.summarizer import Summarizer
@@ -25,6 +26,10 @@ from bot.core.settings import Settings
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
+
+
+class SummaryBusy(Exception):
+    """Another process is summarizing the conversation."""
 
 
 def needs_summary(prompt: Prompt, settings: Settings) -> bool:
@@ -44,16 +49,16 @@ class Background:
         recaller: Recaller,
         observer: Observer,
         budget: Callable[[Settings], int],
-        oldest_awaiting: Callable[[str], int | None],
+        leases: Leases,
     ) -> None:
-        """``budget`` gives the calibrated budget under some settings; ``oldest_awaiting``,
-        the oldest stored message of a conversation still waiting for its answer (a summary
-        must not fold it, or the prompt built for it would miss it)."""
+        """``budget`` gives the calibrated budget under some settings; ``leases``, this
+        process's: a conversation is summarized by one process at a time, and the stored
+        messages are embedded by one."""
         self._summarizer = summarizer
         self._recaller = recaller
         self._observer = observer
         self._budget = budget
-        self._oldest_awaiting = oldest_awaiting
+        self._leases = leases
         self._summary_locks = Locks()
         self._summary_tasks: dict[str, asyncio.Task[None]] = {}
         self._summary_retry_at: dict[str, float] = {}
@@ -88,6 +93,8 @@ class Background:
                 exc,
                 delay,
             )
+        except SummaryBusy:
+            log.debug("summary of %s left to the process making one", conversation.key)
         except StorageError:
             self._observer.error(kind="summary")  # the store logged the cause
         except Exception:
@@ -95,13 +102,19 @@ class Background:
             log.exception("summary of %s failed", conversation.key)
 
     async def summarize(self, conversation: Conversation, settings: Settings) -> Summary | None:
-        """Compact now (one compaction per conversation at a time)."""
-        async with self._summary_locks(conversation.key):
+        """Compact now (one compaction per conversation at a time, among all the processes
+        on the store: :class:`SummaryBusy` when another one is making it). The messages
+        still awaiting an answer, and those after them, are never folded: the prompt built
+        for them would miss them."""
+        key = conversation.key
+        async with self._summary_locks(key), self._leases.held(f"summary:{key}") as ours:
+            if not ours:
+                raise SummaryBusy(key)
             summary = await self._summarizer.compact(
                 conversation,
                 settings=settings,
                 budget=self._budget(settings),
-                before_turn=self._oldest_awaiting(conversation.key),
+                before_turn=await self._leases.store.first_awaiting(conversation_key=key),
             )
         if summary is not None:
             self._observer.summary_made()
@@ -142,7 +155,11 @@ class Background:
 
     async def _embed_stored(self, *, before_id: int) -> None:
         try:
-            await self._recaller.backfill(before_id=before_id)
+            async with self._leases.held("embeddings:backfill") as ours:
+                if not ours:
+                    log.info("another process is embedding the stored messages")
+                    return
+                await self._recaller.backfill(before_id=before_id)
         except Exception:
             log.exception("embedding stored messages failed")
 

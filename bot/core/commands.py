@@ -6,6 +6,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot.core.background import SummaryBusy
 from bot.core.engine import Engine
 from bot.core.models import (
     CommandCall,
@@ -218,6 +219,11 @@ async def summarize(engine: Engine, call: CommandCall) -> Reply:
     except LLMError as exc:
         return _error(
             f"The summary model failed ({exc.failure}); nothing was changed. {exc.user_message}"
+        )
+    except SummaryBusy:
+        return _info(
+            "Another bot process is summarizing this conversation right now; "
+            "try /summarize again in a minute."
         )
     if summary is None:
         current = await engine.store.latest_summary(conversation_key=call.conversation.key)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from bot.config import Config
 from bot.core.background import Background, needs_summary
+from bot.core.leases import Leases
 from bot.core.locks import Locks
 from bot.core.memory.calibration import Calibrator
 from bot.core.memory.importance import score
@@ -35,7 +36,7 @@ from bot.core.models import (
 )
 from bot.core.observe import NoObserver, Observer
 from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
-from bot.core.ports.store import Duplicate, Store
+from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
 from bot.core.settings import Settings, SettingsSource
 from bot.core.wording import counted
@@ -77,6 +78,7 @@ class Engine:
         calibrator: Calibrator,
         observer: Observer | None = None,
         embedder: Embedder | None = None,
+        leases: Leases | None = None,
     ) -> None:
         self.config = config
         """The platform options adapters read (catch-up, reply length); what a turn uses
@@ -88,15 +90,17 @@ class Engine:
         self.tokenizer = tokenizer
         self.calibrator = calibrator
         self.observer: Observer = observer or NoObserver()
+        self.leases = leases or Leases(store)
+        """This process's leases: the messages it awaits the answer of are held under its
+        name, and work one process does at a time under its leases."""
         self.recaller = Recaller(store=store, count=tokenizer.count, embedder=embedder)
         self.assembler = Assembler(store=store, tokenizer=tokenizer, recaller=self.recaller)
         self._reply_locks = Locks()
         # Messages of one conversation are stored in the order they arrived, even when one
         # is counted off the event loop or opens the conversation.
         self._record_locks = Locks()
-        # Turns whose message was stored but not yet answered, per conversation: a summary
-        # must not fold them, or the prompt built for them would miss them.
-        self._awaiting: dict[str, set[int]] = {}
+        # Messages answered whose leaving the store's queue failed (storage failing): retried.
+        self._unfinished: set[int] = set()
         # Tasks answering a message right now, so that shutdown can finish or abandon them.
         self._replying: set[asyncio.Task[object]] = set()
         self.background = Background(
@@ -104,7 +108,7 @@ class Engine:
             recaller=self.recaller,
             observer=self.observer,
             budget=self.budget,
-            oldest_awaiting=self._oldest_awaiting,
+            leases=self.leases,
         )
 
     # -- messages -------------------------------------------------------------------------
@@ -122,10 +126,12 @@ class Engine:
         """The prompt budget under ``settings``, calibrated for the chat model."""
         return self.calibrator.budget(self.chat.model, settings.max_context_tokens)
 
-    async def record(self, message: IncomingMessage, *, embed: bool = True) -> StoredMessage:
+    async def record(
+        self, message: IncomingMessage, *, embed: bool = True, awaited: bool = False
+    ) -> StoredMessage:
         """Store a message without answering it (``embed``: and embed it in the background,
         when recall by meaning is on; a message about to be answered is embedded as recall's
-        query instead)."""
+        query instead; ``awaited``: it awaits this process's answer, in the store's queue)."""
         text = clean_text(message.text)
         name = clean_text(message.author_name) or message.author_id
         async with self._record_locks(message.conversation.key):
@@ -139,6 +145,7 @@ class Engine:
                 message_id=message.message_id,
                 created_at=message.sent_at.timestamp(),
                 importance=score(text),
+                awaited_by=self.leases.holder if awaited else None,
             )
         self.observer.message_in(platform=message.conversation.platform)
         if embed:
@@ -164,30 +171,34 @@ class Engine:
         """Store the message; answer it when it is addressed to the bot."""
         accepted = await self.accept(message)
         if isinstance(accepted, Pending):
-            return await self.answer(accepted)
+            try:
+                return await self.answer(accepted)
+            finally:
+                await self.finish(accepted)
         return accepted
 
     async def accept(self, message: IncomingMessage) -> Pending | Reply | None:
         """Store the message now; an addressed one comes back :class:`Pending`, to be given
-        to :meth:`answer` (or :meth:`release`) later. For adapters that must keep a message
+        to :meth:`answer` later, then :meth:`finish`. For adapters that must keep a message
         the moment they acknowledge it but answer it in its turn."""
         if not clean_text(message.text).strip():
             if message.addressed:
                 return Reply("Your message was empty.", kind=ReplyKind.INFO, ephemeral=True)
             return None
         try:
-            stored = await self.record(message, embed=not message.addressed)
+            stored = await self.record(
+                message, embed=not message.addressed, awaited=message.addressed
+            )
         except Duplicate:
             log.info("ignoring %s: already stored", message.message_id)
             return None  # stored (and answered, if it was for the bot) by its first delivery
         if not message.addressed:
             return None
-        self._awaiting.setdefault(message.conversation.key, set()).add(stored.id)
         return Pending(message=message, stored=stored)
 
     async def answer(self, pending: Pending) -> Reply:
         """Answer an accepted message (the handler links the stored answer to the platform
-        message it is sent as, :meth:`attach_message_id`)."""
+        message it is sent as, :meth:`attach_message_id`, then calls :meth:`finish`)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
@@ -196,16 +207,26 @@ class Engine:
         finally:
             if task is not None:
                 self._replying.discard(task)
-            self.release(pending)
 
-    def release(self, pending: Pending) -> None:
-        """Give up answering an accepted message (it stays stored): summaries may fold it."""
-        key = pending.message.conversation.key
-        awaiting = self._awaiting.get(key)
-        if awaiting is not None:
-            awaiting.discard(pending.stored.id)
-            if not awaiting:
-                del self._awaiting[key]
+    async def finish(self, pending: Pending) -> None:
+        """The accepted message no longer awaits an answer (it was answered, or given up):
+        the next of its conversation may be answered, and summaries may fold it."""
+        await self.finish_stored(pending.stored.id)
+
+    async def finish_stored(self, stored_id: int) -> None:
+        """:meth:`finish`, by the message's stored id; when the store fails, tried again by
+        :meth:`retry_finished`."""
+        try:
+            await self.store.answered(stored_id=stored_id)
+        except StorageError:
+            self._unfinished.add(stored_id)
+        else:
+            self._unfinished.discard(stored_id)
+
+    async def retry_finished(self) -> None:
+        """Take out of the store's queue the answered messages it failed to take out."""
+        for stored_id in sorted(self._unfinished):
+            await self.finish_stored(stored_id)
 
     async def _reply(self, conversation: Conversation, stored: StoredMessage) -> Reply:
         settings = self.settings_for(conversation)
@@ -375,10 +396,6 @@ class Engine:
     async def summarize(self, conversation: Conversation) -> Summary | None:
         """Compact now (one compaction per conversation at a time)."""
         return await self.background.summarize(conversation, self.settings_for(conversation))
-
-    def _oldest_awaiting(self, conversation_key: str) -> int | None:
-        awaiting = self._awaiting.get(conversation_key)
-        return min(awaiting) if awaiting else None
 
     async def drain(self, *, within: float | None = None) -> None:
         """Wait up to ``within`` seconds for background summaries and embeddings (``bot

@@ -6,7 +6,11 @@ each message. The rules kept here, the same on every platform:
 
 - Arrival and answer order: a conversation's messages are stored one at a time in the order
   they came, and answered in that order, each stored at once even while an earlier one is
-  being answered.
+  being answered. The order holds across the processes sharing a store: a message awaits its
+  answer in the store's queue, and is answered once no earlier one of its conversation awaits
+  one (waiting at most :data:`ORDER_WAIT_SECONDS`).
+- Taking over: the messages a process that stopped or died left unanswered are answered by
+  another (or by the same one, restarted) once its lease runs out (:meth:`Handler.take_over`).
 - Threads: a thread's conversation starts with a copy of the message it hangs from (when its
   channel's conversation has it; its pins are the channel's anyway), and an edit or deletion
   of that message reaches the copy too. A thread the bot has answered in (or that hangs from
@@ -21,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.core.commands import run_command
@@ -39,7 +45,9 @@ from bot.core.models import (
     Reaction,
     Reply,
     ReplyKind,
+    StoredMessage,
 )
+from bot.core.ports.leases import Awaiting
 from bot.core.ports.platform import Outbox
 from bot.core.ports.store import Duplicate, StorageError
 from bot.core.wording import counted
@@ -55,6 +63,14 @@ STORAGE_NOTICE = (
     "I couldn't save that message: the bot's storage is failing; an operator has been told"
 )
 _REQUESTS_KEPT = 86_400.0  # seconds; Slack replays a signed request for at most five minutes
+ORDER_WAIT_SECONDS = 120.0
+"""The longest an answer waits for an earlier message of its conversation, answered by
+another process (or one that died, until it is taken over)."""
+SWEEP_SECONDS = 5.0
+"""How often a process looks for messages left unanswered by one that is gone."""
+TAKE_OVER_WITHIN = 3600.0
+"""Messages left unanswered longer ago than this are given up, not answered so late."""
+_TAKEN_AT_ONCE = 100
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,9 @@ class Turn:
 Prepare = Callable[[Turn], Awaitable[Turn]]
 """What an adapter does to a turn once its place in the order comes, before it is answered
 (Slack: give the stored message its author's name, looked up meanwhile)."""
+OutboxFor = Callable[[Conversation, StoredMessage], Outbox | None]
+"""Where the answer to a stored message goes, for a message this process did not receive
+(taken over from one that is gone); None when it cannot be answered from here."""
 
 
 def with_own_thread(conversation: Conversation, message_id: str) -> list[Conversation]:
@@ -114,6 +133,7 @@ class Handler:
         self._work: set[asyncio.Task[Any]] = set()
         self._told: dict[str, int] = {}
         """The storage incident each conversation was last told about."""
+        self._sweeper: asyncio.Task[None] | None = None
 
     # -- order -----------------------------------------------------------------------------
 
@@ -156,20 +176,50 @@ class Handler:
         return Turn(incoming, accepted, previous, done)
 
     async def answer(self, turn: Turn, outbox: Outbox, *, prepare: Prepare | None = None) -> None:
-        """Answer a taken message once the one before it is answered, through ``outbox``."""
+        """Answer a taken message once the one before it is answered (by this process or
+        another), through ``outbox``. An answer abandoned at shutdown leaves its message
+        awaiting one: the next process to start answers it."""
         key = turn.incoming.conversation.key
+        abandoned = False
         try:
             if turn.previous is not None:
                 await asyncio.wait([turn.previous])
+            if isinstance(turn.accepted, Pending):
+                await self._earlier_answered(key, turn.accepted.stored.id)
             if prepare is not None:
                 turn = await prepare(turn)
             await self._reply(turn, outbox)
+        except asyncio.CancelledError:
+            abandoned = True
+            raise
         finally:
-            if isinstance(turn.accepted, Pending):
-                self.engine.release(turn.accepted)
+            if isinstance(turn.accepted, Pending) and not abandoned:
+                await self.engine.finish(turn.accepted)
             turn.done.set_result(None)
             if self._answering.get(key) is turn.done:
                 del self._answering[key]
+
+    async def _earlier_answered(self, key: str, stored_id: int) -> None:
+        """Wait until no earlier message of the conversation awaits an answer, from any
+        process (at most :data:`ORDER_WAIT_SECONDS`)."""
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + ORDER_WAIT_SECONDS, 0.02
+        while True:
+            try:
+                first = await self.engine.store.first_awaiting(conversation_key=key)
+            except StorageError:
+                return  # the store logged it; answering beats waiting on a failing store
+            if first is None or first >= stored_id:
+                return
+            if loop.time() >= deadline:
+                log.warning(
+                    "answering in %s without waiting longer for message %d, still unanswered",
+                    key,
+                    first,
+                )
+                return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.25)
 
     async def _reply(self, turn: Turn, outbox: Outbox) -> None:
         if isinstance(turn.accepted, Reply):  # nothing for the model (an empty message)
@@ -230,6 +280,73 @@ class Handler:
             return None
         self._told[conversation.key] = error.incident
         return Reply(STORAGE_NOTICE, kind=ReplyKind.ERROR)
+
+    # -- taking over -----------------------------------------------------------------------
+
+    def take_over(self, platform: str, outbox_for: OutboxFor | None) -> None:
+        """From now until :meth:`aclose`, answer the platform's messages left unanswered by
+        a process that is gone (``outbox_for`` None: give them up), every
+        :data:`SWEEP_SECONDS`."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(
+                self._sweep(platform, outbox_for), name=f"{platform} take over"
+            )
+
+    async def _sweep(self, platform: str, outbox_for: OutboxFor | None) -> None:
+        holder = self.engine.leases.holder
+        while True:
+            adopted: list[Awaiting] = []
+            try:
+                await self.engine.retry_finished()
+                adopted = list(
+                    await self.engine.store.adopt_awaiting(
+                        platform=platform, holder=holder, limit=_TAKEN_AT_ONCE
+                    )
+                )
+            except StorageError:
+                pass  # the store logged it; the next sweep tries again
+            except Exception:
+                log.exception("looking for messages left unanswered failed")
+            if adopted:
+                log.info("taking over %s left unanswered", counted(len(adopted), "message"))
+            for item in adopted:
+                self.spawn(self._answer_adopted(item, outbox_for), "answer taken over")
+            if len(adopted) < _TAKEN_AT_ONCE:
+                await asyncio.sleep(SWEEP_SECONDS)
+
+    async def _answer_adopted(self, item: Awaiting, outbox_for: OutboxFor | None) -> None:
+        conversation = Conversation.from_key(item.conversation_key)
+        question = item.question
+        outbox = None
+        if time.time() - item.queued_at <= TAKE_OVER_WITHIN and outbox_for is not None:
+            outbox = outbox_for(conversation, question)
+        if outbox is None or (item.answer is not None and item.answer.message_id is not None):
+            if outbox is None:
+                log.warning("gave up answering message %d in %s", question.id, conversation.key)
+            await self.engine.finish_stored(question.id)  # or: answered, and shown
+            return
+        if item.answer is not None:  # stored before its process went, perhaps not shown
+            await self._earlier_answered(conversation.key, question.id)
+            try:
+                reply = Reply(item.answer.content, stored_id=item.answer.id)
+                sent = await outbox.send(reply)
+                if sent is not None:
+                    await self.engine.attach_message_id(conversation, item.answer.id, sent)
+            finally:
+                await self.engine.finish_stored(question.id)
+            return
+        incoming = IncomingMessage(
+            conversation=conversation,
+            author_id=question.author_id,
+            author_name=question.author_name,
+            text=question.content,
+            addressed=True,
+            message_id=question.message_id,
+            sent_at=datetime.fromtimestamp(question.created_at, UTC),
+        )
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending = Pending(message=incoming, stored=question)
+        await self.answer(Turn(incoming, pending, None, done), outbox)
 
     # -- changes ---------------------------------------------------------------------------
 
@@ -321,6 +438,10 @@ class Handler:
     async def aclose(self, *, grace: float = GRACE_SECONDS) -> None:
         """Wait up to ``grace`` seconds for the work in flight (answers finish and are sent;
         the platform's client must still be open), then cancel what is left."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._sweeper
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         while (work := self._in_flight()) and (left := deadline - loop.time()) > 0:

@@ -19,7 +19,14 @@ from bot.adapters.discord.translate import conversation_for, is_pushpin, to_inco
 from bot.config import DiscordConfig
 from bot.core.engine import Engine
 from bot.core.handler import Handler
-from bot.core.models import Conversation, Deletion, Edit, IncomingMessage, Reaction
+from bot.core.models import (
+    Conversation,
+    Deletion,
+    Edit,
+    IncomingMessage,
+    Reaction,
+    StoredMessage,
+)
 from bot.core.ports.store import StorageError
 
 log = logging.getLogger(__name__)
@@ -145,6 +152,17 @@ class MemoryClient(discord.Client):
             parent = await self._parent(facts.guild_id, facts.channel_id, message.channel)
             facts = dataclasses.replace(facts, parent_id=parent)
         return to_incoming(facts, bot_id=self.user.id, answer_channels=self._answer_channels)
+
+    def outbox_for(
+        self, conversation: Conversation, question: StoredMessage
+    ) -> DiscordOutbox | None:
+        """Where the answer to a stored message goes, for one another process received (a
+        reply to it, in its channel or thread)."""
+        if question.message_id is None or not question.message_id.isdigit():
+            return None
+        channel = self.get_partial_messageable(int(conversation.thread or conversation.channel))
+        message = channel.get_partial_message(int(question.message_id))
+        return DiscordOutbox(message, max_reply_chars=self._engine.config.llm.max_reply_chars)
 
     def stop_taking(self) -> None:
         """Ignore the events that arrive from now on (shutting down): the work they would

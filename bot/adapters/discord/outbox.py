@@ -22,7 +22,9 @@ _NOT_ATTACHED = "(The rest of this reply could not be attached; it is kept in me
 class DiscordOutbox:
     """The answer to ``message``, in its channel (or thread)."""
 
-    def __init__(self, message: discord.Message, *, max_reply_chars: int) -> None:
+    def __init__(
+        self, message: discord.Message | discord.PartialMessage, *, max_reply_chars: int
+    ) -> None:
         self._message = message
         self._max_reply_chars = max_reply_chars
 

@@ -114,6 +114,7 @@ class DiscordPlatform:
                 ids = ", ".join(str(shard) for shard in sorted(self.client.shards))
                 log.info("discord: shards %s of %s", ids, self.client.shard_count)
             self._catch_up = asyncio.create_task(self._catch_up_now(), name="discord catch-up")
+            self.client.handler.take_over("discord", self.client.outbox_for)
             return
         ready.cancel()
         error = self._running.exception()

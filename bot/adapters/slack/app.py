@@ -26,6 +26,7 @@ from bot.adapters.slack.names import Names, Naming
 from bot.adapters.slack.outbox import SlackOutbox, answer_command
 from bot.adapters.slack.translate import (
     PIN_SHORTCUT,
+    PLATFORM,
     Policy,
     is_user_message,
     mentions,
@@ -42,7 +43,7 @@ from bot.config import SlackConfig, SlackRecord
 from bot.core.commands import COMMANDS
 from bot.core.engine import Engine
 from bot.core.handler import GRACE_SECONDS, Handler, Turn
-from bot.core.models import CommandCall
+from bot.core.models import CommandCall, Conversation, StoredMessage
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,20 @@ class Listeners:
             client=client, engine=engine, bot_user_id=identity.user_id, track=self.handler.track
         )
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
+        self.team = identity.team_id
+
+    def take_over(self) -> None:
+        """Answer what other processes (or this one before a restart) left unanswered."""
+        self.handler.take_over(PLATFORM, self._outbox_for)
+
+    def _outbox_for(self, conversation: Conversation, question: StoredMessage) -> SlackOutbox:
+        return SlackOutbox(
+            self.client,
+            channel=conversation.channel,
+            thread=conversation.thread,
+            user=question.author_id,
+            max_reply_chars=self.engine.config.llm.max_reply_chars,
+        )
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)

@@ -44,9 +44,18 @@ class Outcome:
 
 async def catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     """Store what was written in each recently active conversation since its newest stored
-    message; log the count (one line, and per conversation at DEBUG)."""
+    message; log the count (one line, and per conversation at DEBUG). One process at a time
+    catches a workspace up: one that finds another doing it leaves it to that one."""
     if settings.hours <= 0:
         return
+    async with listeners.engine.leases.held(f"catch-up:slack:{listeners.team}") as ours:
+        if not ours:
+            log.info("slack catch-up: another process is catching up; left to it")
+            return
+        await _catch_up(listeners, settings)
+
+
+async def _catch_up(listeners: Listeners, settings: CatchUpConfig) -> None:
     # Connected now: what is written from here on arrives as events.
     until = f"{time.time():.6f}"
     since = time.time() - settings.hours * 3600

@@ -123,6 +123,7 @@ class SlackPlatform:
         self.listeners.background(
             catch_up(self.listeners, self.engine.config.catch_up), "slack catch-up"
         )
+        self.listeners.take_over()
 
     async def _open_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
         """Connect in Socket Mode. The first websocket URL is asked for here, so a refused app

@@ -282,3 +282,27 @@ def test_a_live_message_during_catch_up_is_stored_after_what_was_caught_up(
         "while away 2",
         "live during catch-up",
     ]
+
+
+def test_a_catch_up_another_process_has_begun_is_left_to_it(
+    tmp_path: Path, llm_thread: FakeLLM, fake: FakeSlack
+) -> None:
+    bot = Bot(tmp_path, llm_thread, fake)
+    bot.start()
+    bot.say("before", ts(-100))
+    wait_for(lambda: len(bot.stored()) == 1, "the live message")
+    bot.stop()
+    written_while_stopped(fake, ["read back by the other process"], start=time.time() - 50)
+    with sqlite3.connect(bot.db) as db:  # another process on this database is catching up
+        db.execute(
+            "INSERT INTO leases (name, holder, expires_at) VALUES (?, 'other', ?)",
+            (f"catch-up:slack:{TEAM}", time.time() + 600),
+        )
+
+    bot.start()
+    bot.ask("anyone?", ts(0))
+    stderr = bot.stop()
+
+    assert "another process is catching up" in stderr
+    assert not fake.called("conversations.history")
+    assert [text for text, _ in bot.stored()] == ["before", "anyone?"]
