@@ -178,7 +178,8 @@ def test_sigkill_loses_no_slack_message_the_bot_acknowledged(
 ) -> None:
     """On Slack a message is acknowledged by the HTTP 200 to its event: Slack will not send
     it again. Messages acknowledged while an earlier reply in their channel is still with
-    the model must already be stored when the bot is killed."""
+    the model must already be stored when the bot is killed, and answered, once each and in
+    order, when it is started again."""
     llm_thread.responder = lambda body: Reply(text="too late", delay=120)
     port = free_port()
     db_path = tmp_path / "bot.sqlite3"
@@ -190,13 +191,17 @@ def test_sigkill_loses_no_slack_message_the_bot_acknowledged(
     config.write_text(yaml.safe_dump(data))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.update(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="crash-secret")
-    bot = subprocess.Popen(
-        [sys.executable, "-m", "bot", "run", "--config", str(config)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot", "run", "--config", str(config)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    bot = start()
     url = f"http://127.0.0.1:{port}/slack/events"
 
     def event(n: int, text: str) -> int:
@@ -229,6 +234,23 @@ def test_sigkill_loses_no_slack_message_the_bot_acknowledged(
         db.close()
     assert stored == ["first question", "second question, same channel", "chatter meanwhile"]
 
+    llm_thread.responder = lambda body: f"answer {len(llm_thread.chat_requests)}"
+
+    def answers() -> list[str]:  # the killed process's "Thinking..." placeholder stays
+        return [m["text"] for m in fake_slack_thread.messages() if "Thinking" not in m["text"]]
+
+    restarted = start()
+    try:
+        wait_for(lambda: len(answers()) >= 2, "the answers", timeout=60)
+        time.sleep(1)  # nothing more comes
+    finally:
+        restarted.send_signal(signal.SIGTERM)
+        _, stderr = restarted.communicate(timeout=30)
+    assert answers() == ["answer 2", "answer 3"], stderr  # the model's 2nd and 3rd answers
+    prompts = [json.dumps(r["messages"]) for r in llm_thread.chat_requests[1:]]
+    assert "first question" in prompts[0] and "second question" not in prompts[0]
+    assert "second question" in prompts[1]
+
 
 def free_port_taken(port: int) -> bool:
     with socket.socket() as sock:
@@ -257,13 +279,17 @@ def test_sigkill_after_a_burst_from_new_people_loses_no_acknowledged_message(
     config.write_text(yaml.safe_dump(data))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.update(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="crash-secret")
-    bot = subprocess.Popen(
-        [sys.executable, "-m", "bot", "run", "--config", str(config)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot", "run", "--config", str(config)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    bot = start()
     url = f"http://127.0.0.1:{port}/slack/events"
 
     def send(n: int) -> tuple[str, int]:
