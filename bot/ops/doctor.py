@@ -82,6 +82,8 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     integrity = await app.store.integrity_check()
     synchronous = await app.store.synchronous()
     conversations = await app.store.conversations()
+    pool = await app.store.connections()
+    pooled = f", {pool[0]} of {pool[1]} pooled connections in use" if pool else ""
     (chat_check, summary_check), platforms_check, recall_check = await asyncio.gather(
         _chat_and_summary(app), _platforms(config), _recall(app)
     )
@@ -92,7 +94,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             "database",
             f"{config.storage.name}: {integrity}, {counted(len(conversations), 'conversation')}, "
             f"{counted(sum(c.messages for c in conversations), 'message')}, "
-            f"synchronous={synchronous}",
+            f"synchronous={synchronous}{pooled}",
         ),
         Check(True, "tokens", app.engine.tokenizer.describe()),
         chat_check,

@@ -223,3 +223,14 @@ def test_doctor_never_prints_credentials_in_a_url(tmp_path: Path) -> None:
     assert "FAIL chat endpoint: gpt-4o-mini at http://***@127.0.0.1:9/v1/" in printed
     assert "FAIL summary endpoint: other-model at http://***@127.0.0.1:9/summary/v1/" in printed
     assert "slack: cannot reach http://***@127.0.0.1:9/api/" in printed
+
+
+def test_doctor_names_the_postgresql_database_and_its_pool(
+    tmp_path: Path, llm_thread: FakeLLM, postgres_url: str
+) -> None:
+    config = write_config(tmp_path, llm_thread.url, storage={"pool_size": 4})
+    result = bot("doctor", "--config", str(config), env={"DATABASE_URL": postgres_url})
+    assert result.returncode == 0, result.stdout + result.stderr
+    database = next(line for line in result.stdout.splitlines() if "database" in line)
+    assert database.startswith("ok   database: postgresql://"), database
+    assert database.endswith("of 4 pooled connections in use"), database
