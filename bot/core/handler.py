@@ -45,7 +45,6 @@ from bot.core.models import (
     Reaction,
     Reply,
     ReplyKind,
-    StoredMessage,
 )
 from bot.core.ports.leases import Awaiting
 from bot.core.ports.platform import Outbox
@@ -88,9 +87,10 @@ class Turn:
 Prepare = Callable[[Turn], Awaitable[Turn]]
 """What an adapter does to a turn once its place in the order comes, before it is answered
 (Slack: give the stored message its author's name, looked up meanwhile)."""
-OutboxFor = Callable[[Conversation, StoredMessage], Outbox | None]
+OutboxFor = Callable[[Conversation, Awaiting], Outbox | None]
 """Where the answer to a stored message goes, for a message this process did not receive
-(taken over from one that is gone); None when it cannot be answered from here."""
+(taken over from one that is gone; replacing what it showed meanwhile, ``shown_as``); None
+when it cannot be answered from here."""
 
 
 def with_own_thread(conversation: Conversation, message_id: str) -> list[Conversation]:
@@ -225,7 +225,12 @@ class Handler:
         if isinstance(turn.accepted, Reply):  # nothing for the model (an empty message)
             await outbox.send(turn.accepted)
             return
-        async with outbox.working():
+        async with outbox.working() as shown:
+            if shown is not None:  # what a process taking this answer over would replace
+                with suppress(StorageError):
+                    await self.engine.store.showing(
+                        stored_id=turn.accepted.stored.id, message_id=shown
+                    )
             reply = await self.engine.answer(turn.accepted)
         sent = await outbox.send(reply)
         if sent is not None and reply.stored_id is not None:
@@ -319,7 +324,7 @@ class Handler:
         question = item.question
         outbox = None
         if time.time() - item.queued_at <= TAKE_OVER_WITHIN and outbox_for is not None:
-            outbox = outbox_for(conversation, question)
+            outbox = outbox_for(conversation, item)
         if outbox is None or (item.answer is not None and item.answer.message_id is not None):
             if outbox is None:
                 log.warning("gave up answering message %d in %s", question.id, conversation.key)

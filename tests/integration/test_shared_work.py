@@ -15,6 +15,7 @@ import pytest
 from bot.config import Config, parse_config
 from bot.core.handler import Handler
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Reply, StoredMessage
+from bot.core.ports.leases import Awaiting
 from bot.wiring import App, open_app
 from tests.conftest import config_dict
 from tests.support.fake_llm import FakeLLM
@@ -132,8 +133,8 @@ async def test_a_message_that_cannot_be_answered_from_here_is_given_up(process: 
     async with process() as other:
         asked: list[StoredMessage] = []
 
-        def nowhere(conversation: Conversation, question: StoredMessage) -> None:
-            asked.append(question)
+        def nowhere(conversation: Conversation, item: Awaiting) -> None:
+            asked.append(item.question)
 
         handler = Handler(engine=other.engine, record_all=True)
         handler.take_over("slack", nowhere)

@@ -582,6 +582,7 @@ async def test_messages_of_a_process_whose_lease_ran_out_are_adopted_once(store:
         created_at=1.0,
         awaited_by="dead",
     )
+    await store.showing(stored_id=orphan, message_id="thinking-1")
     adopted = await store.adopt_awaiting(platform="slack", holder="me", limit=10)
     assert [(a.conversation_key, a.question.id) for a in adopted] == [
         (GENERAL.key, orphan),
@@ -591,6 +592,7 @@ async def test_messages_of_a_process_whose_lease_ran_out_are_adopted_once(store:
     assert adopted[0].answer is not None and adopted[0].answer.id == answer
     assert adopted[1].answer is None
     assert adopted[0].queued_at > 0
+    assert adopted[0].shown_as == "thinking-1" and adopted[1].shown_as is None
     # Now "me"'s, whose lease runs: nobody adopts them again, nor "alive"'s.
     assert await store.take_lease(name="process:me", holder="me", seconds=60)
     assert await store.adopt_awaiting(platform="slack", holder="you", limit=10) == []

@@ -25,8 +25,8 @@ from bot.core.models import (
     Edit,
     IncomingMessage,
     Reaction,
-    StoredMessage,
 )
+from bot.core.ports.leases import Awaiting
 from bot.core.ports.store import StorageError
 
 log = logging.getLogger(__name__)
@@ -153,11 +153,10 @@ class MemoryClient(discord.Client):
             facts = dataclasses.replace(facts, parent_id=parent)
         return to_incoming(facts, bot_id=self.user.id, answer_channels=self._answer_channels)
 
-    def outbox_for(
-        self, conversation: Conversation, question: StoredMessage
-    ) -> DiscordOutbox | None:
+    def outbox_for(self, conversation: Conversation, item: Awaiting) -> DiscordOutbox | None:
         """Where the answer to a stored message goes, for one another process received (a
         reply to it, in its channel or thread)."""
+        question = item.question
         if question.message_id is None or not question.message_id.isdigit():
             return None
         channel = self.get_partial_messageable(int(conversation.thread or conversation.channel))

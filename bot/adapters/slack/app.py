@@ -43,7 +43,8 @@ from bot.config import SlackConfig, SlackRecord
 from bot.core.commands import COMMANDS
 from bot.core.engine import Engine
 from bot.core.handler import GRACE_SECONDS, Handler, Turn
-from bot.core.models import CommandCall, Conversation, StoredMessage
+from bot.core.models import CommandCall, Conversation
+from bot.core.ports.leases import Awaiting
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +109,14 @@ class Listeners:
         """Answer what other processes (or this one before a restart) left unanswered."""
         self.handler.take_over(PLATFORM, self._outbox_for)
 
-    def _outbox_for(self, conversation: Conversation, question: StoredMessage) -> SlackOutbox:
+    def _outbox_for(self, conversation: Conversation, item: Awaiting) -> SlackOutbox:
         return SlackOutbox(
             self.client,
             channel=conversation.channel,
             thread=conversation.thread,
-            user=question.author_id,
+            user=item.question.author_id,
             max_reply_chars=self.engine.config.llm.max_reply_chars,
+            placeholder=item.shown_as,
         )
 
     def register(self, app: AsyncApp) -> None:

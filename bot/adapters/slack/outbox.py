@@ -43,20 +43,24 @@ class SlackOutbox:
         thread: str | None,
         user: str,
         max_reply_chars: int,
+        placeholder: str | None = None,
     ) -> None:
+        """``placeholder``: the thinking message another process showed for this answer
+        (taken over), replaced by it rather than shown again."""
         self._client = client
         self._channel = channel
         self._thread = thread
         self._user = user
         self._max_reply_chars = max_reply_chars
-        self._placeholder: str | None = None
+        self._placeholder = placeholder
 
     @asynccontextmanager
-    async def working(self) -> AsyncIterator[None]:
+    async def working(self) -> AsyncIterator[str | None]:
         """A "thinking" message, replaced by the answer; deleted if there is none."""
-        self._placeholder = await self._post(THINKING)
+        if self._placeholder is None:
+            self._placeholder = await self._post(THINKING)
         try:
-            yield
+            yield self._placeholder
         except BaseException:
             await self._delete(self._placeholder)
             self._placeholder = None

@@ -18,6 +18,9 @@ class Awaiting:
     answer: StoredMessage | None
     """Its answer, when one was stored (and perhaps sent) before its process went."""
     queued_at: float
+    shown_as: str | None = None
+    """The platform message shown while its answer was made (Slack's thinking message), which
+    the answer replaces."""
 
 
 class LeaseStore(Protocol):
@@ -40,6 +43,11 @@ class LeaseStore(Protocol):
 
     async def first_awaiting(self, *, conversation_key: str) -> int | None:
         """The id of the conversation's oldest message awaiting an answer, by any process."""
+        ...
+
+    async def showing(self, *, stored_id: int, message_id: str) -> None:
+        """While its answer is made, the message awaiting it is shown ``message_id`` (which the
+        answer replaces)."""
         ...
 
     async def answered(self, *, stored_id: int) -> None:

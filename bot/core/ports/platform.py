@@ -42,9 +42,10 @@ class Outbox(Protocol):
     """Where the answer to one message goes on its platform (its channel or thread, its
     author for what only they may see)."""
 
-    def working(self) -> AbstractAsyncContextManager[None]:
-        """Shown while the answer is made (Slack: a "thinking" message the answer replaces;
-        Discord: typing); taken back when the answer fails or is abandoned."""
+    def working(self) -> AbstractAsyncContextManager[str | None]:
+        """Shown while the answer is made (Slack: a "thinking" message the answer replaces,
+        whose platform id it gives; Discord: typing, None); taken back when the answer fails
+        or is abandoned."""
         ...
 
     async def send(self, reply: Reply) -> str | None:

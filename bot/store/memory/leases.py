@@ -36,6 +36,11 @@ class Leases(Tables):
         ids = [i for i, key in self._live_awaiting().items() if key == conversation_key]
         return min(ids, default=None)
 
+    async def showing(self, *, stored_id: int, message_id: str) -> None:
+        row = self.awaiting.get(stored_id)
+        if row is not None:
+            row.shown_as = message_id
+
     async def answered(self, *, stored_id: int) -> None:
         self.awaiting.pop(stored_id, None)
 
@@ -66,5 +71,7 @@ class Leases(Tables):
                 None,
             )
             question = self.messages[stored_id].stored()
-            adopted.append(Awaiting(row.conversation, question, answer, row.queued_at))
+            adopted.append(
+                Awaiting(row.conversation, question, answer, row.queued_at, row.shown_as)
+            )
         return adopted

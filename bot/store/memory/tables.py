@@ -57,6 +57,7 @@ class AwaitingRow:
     platform: str
     holder: str
     queued_at: float
+    shown_as: str | None = None
 
 
 @dataclass

@@ -31,7 +31,7 @@ WITH orphans AS (
     ORDER BY a.message_id LIMIT $3 FOR UPDATE SKIP LOCKED
 )
 UPDATE awaiting a SET holder = $2 FROM orphans o WHERE a.message_id = o.message_id
-RETURNING a.message_id, a.conversation, a.queued_at
+RETURNING a.message_id, a.conversation, a.queued_at, a.shown_as
 """  # noqa: S608 (a constant expression)
 _QUESTIONS = (
     f"SELECT {MESSAGE_COLUMNS_M} FROM messages m"  # noqa: S608 (constant columns)
@@ -58,6 +58,11 @@ class Leases(Connection):
         )
         return None if value is None else int(value)
 
+    async def showing(self, *, stored_id: int, message_id: str) -> None:
+        await self._write(
+            "UPDATE awaiting SET shown_as = $1 WHERE message_id = $2", message_id, stored_id
+        )
+
     async def answered(self, *, stored_id: int) -> None:
         await self._write("DELETE FROM awaiting WHERE message_id = $1", stored_id)
 
@@ -70,6 +75,8 @@ class Leases(Connection):
             questions = {row[0]: message(row) for row in await db.fetch(_QUESTIONS, ids)}
             answers = {int(row[0]): message(row[1:]) for row in await db.fetch(_ANSWERS, ids)}
         return [
-            Awaiting(str(row[1]), questions[row[0]], answers.get(int(row[0])), float(row[2]))
+            Awaiting(
+                str(row[1]), questions[row[0]], answers.get(int(row[0])), float(row[2]), row[3]
+            )
             for row in sorted(adopted, key=lambda row: int(row[0]))
         ]

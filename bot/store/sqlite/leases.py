@@ -28,7 +28,8 @@ _ORPHANS = (
     " ORDER BY a.message_id LIMIT :limit"
 )
 _ADOPTED = (
-    f"SELECT a.conversation, a.queued_at, {MESSAGE_COLUMNS_M} FROM awaiting a"  # noqa: S608
+    f"SELECT a.conversation, a.queued_at, a.shown_as, {MESSAGE_COLUMNS_M}"  # noqa: S608
+    " FROM awaiting a"
     " JOIN messages m ON m.id = a.message_id"
     " WHERE a.message_id IN (SELECT value FROM json_each(:ids)) ORDER BY a.message_id"
 )
@@ -53,6 +54,11 @@ class Leases(Connection):
         )
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
+    async def showing(self, *, stored_id: int, message_id: str) -> None:
+        await self._write(
+            "UPDATE awaiting SET shown_as = ? WHERE message_id = ?", (message_id, stored_id)
+        )
+
     async def answered(self, *, stored_id: int) -> None:
         await self._write("DELETE FROM awaiting WHERE message_id = ?", (stored_id,))
 
@@ -73,7 +79,7 @@ class Leases(Connection):
                 int(row[0]): message(row[1:]) for row in await self._rows(_ANSWERS, {"ids": listed})
             }
         return [
-            Awaiting(str(row[0]), question, answers.get(question.id), float(row[1]))
+            Awaiting(str(row[0]), question, answers.get(question.id), float(row[1]), row[2])
             for row in rows
-            if (question := message(row[2:]))
+            if (question := message(row[3:]))
         ]

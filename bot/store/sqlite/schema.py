@@ -291,7 +291,8 @@ MIGRATIONS: tuple[str, ...] = (
         conversation TEXT NOT NULL,
         platform TEXT NOT NULL,
         holder TEXT NOT NULL,
-        queued_at REAL NOT NULL
+        queued_at REAL NOT NULL,
+        shown_as TEXT
     );
     CREATE INDEX awaiting_by_conversation ON awaiting (conversation, message_id);
     CREATE INDEX awaiting_by_platform ON awaiting (platform, message_id);
