@@ -218,7 +218,7 @@ class Handler:
                     first,
                 )
                 return
-            await asyncio.sleep(pause)
+            await self.engine.store.wait_answered(conversation_key=key, within=pause)
             pause = min(pause * 2, 0.25)
 
     async def _reply(self, turn: Turn, outbox: Outbox) -> None:

@@ -3,6 +3,7 @@ memory): what the core may count on from any store."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -600,3 +601,10 @@ async def test_messages_of_a_process_whose_lease_ran_out_are_adopted_once(store:
     assert [
         a.question.id for a in await store.adopt_awaiting(platform="discord", holder="me", limit=10)
     ] == [other.id]
+
+
+async def test_waiting_for_an_answer_ends_by_its_time_at_the_latest(store: Store) -> None:
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await store.wait_answered(conversation_key=GENERAL.key, within=0.2)
+    assert 0.15 < loop.time() - began < 5

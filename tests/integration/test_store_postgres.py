@@ -206,3 +206,37 @@ async def test_messages_stored_after_an_import_take_new_ids(postgres_url: str) -
         assert [m.id for m in found] == [40]
     finally:
         await store.close()
+
+
+async def test_an_answer_in_one_process_wakes_the_one_waiting_on_it_at_once(
+    postgres_url: str,
+) -> None:
+    waiting, answering = (
+        await PostgresStore.open(postgres_url),
+        await PostgresStore.open(postgres_url),
+    )
+    try:
+        where = Conversation("slack", "T1", "C1")
+        stored = await answering.add_message(
+            conversation=where,
+            role=Role.USER,
+            author_id="U1",
+            author_name="Ana",
+            content="first",
+            tokens=1,
+            message_id="1.0",
+            created_at=1.0,
+            awaited_by="answering",
+        )
+        await waiting.wait_answered(conversation_key=where.key, within=0.05)  # now listening
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        wait = asyncio.create_task(waiting.wait_answered(conversation_key=where.key, within=30))
+        await asyncio.sleep(0.1)
+        await answering.answered(stored_id=stored.id)
+        await asyncio.wait_for(wait, 10)
+        assert loop.time() - began < 5  # woken, not timed out
+        assert await waiting.first_awaiting(conversation_key=where.key) is None
+    finally:
+        await waiting.close()
+        await answering.close()

@@ -54,6 +54,11 @@ class LeaseStore(Protocol):
         """The message no longer awaits an answer (answered, or given up)."""
         ...
 
+    async def wait_answered(self, *, conversation_key: str, within: float) -> None:
+        """Return once a message of the conversation may have stopped awaiting an answer, in
+        any process, or after ``within`` seconds (a store that cannot tell just waits)."""
+        ...
+
     async def adopt_awaiting(self, *, platform: str, holder: str, limit: int) -> Sequence[Awaiting]:
         """Take over, for ``holder``, up to ``limit`` of the platform's messages awaiting an
         answer whose process's lease has run out, oldest first."""

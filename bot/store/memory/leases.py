@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 
@@ -43,6 +44,9 @@ class Leases(Tables):
 
     async def answered(self, *, stored_id: int) -> None:
         self.awaiting.pop(stored_id, None)
+
+    async def wait_answered(self, *, conversation_key: str, within: float) -> None:
+        await asyncio.sleep(within)
 
     def _running(self, holder: str, now: float) -> bool:
         held = self.lease_rows.get(f"process:{holder}")

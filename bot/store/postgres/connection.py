@@ -19,6 +19,8 @@ from bot.core.ports.store import StorageError
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
 
+    from bot.store.postgres.announce import Announcements
+
     Db: TypeAlias = PoolConnectionProxy[asyncpg.Record]
     """A connection of the pool, as the store's modules are handed it."""
 
@@ -47,8 +49,11 @@ def changed(status: str) -> int:
 class Connection:
     """What every concern of :class:`~bot.store.postgres.store.PostgresStore` shares."""
 
-    def __init__(self, pool: asyncpg.Pool, url: str, *, index: bool) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, url: str, *, index: bool, announcements: Announcements
+    ) -> None:
         self._pool = pool
+        self.announcements = announcements
         self.path = url
         """The database's URL, its password hidden (what errors and logs name)."""
         self._index = index

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.core.ports.leases import Awaiting
+from bot.store.postgres.announce import CHANNEL
 from bot.store.postgres.connection import Connection
 from bot.store.sqlite.rows import MESSAGE_COLUMNS_M, message
 
@@ -33,6 +34,10 @@ WITH orphans AS (
 UPDATE awaiting a SET holder = $2 FROM orphans o WHERE a.message_id = o.message_id
 RETURNING a.message_id, a.conversation, a.queued_at, a.shown_as
 """  # noqa: S608 (a constant expression)
+_ANSWERED = f"""
+WITH gone AS (DELETE FROM awaiting WHERE message_id = $1 RETURNING conversation)
+SELECT pg_notify('{CHANNEL}', conversation) FROM gone
+"""  # noqa: S608 (a constant channel)
 _QUESTIONS = (
     f"SELECT {MESSAGE_COLUMNS_M} FROM messages m"  # noqa: S608 (constant columns)
     " WHERE m.id = ANY($1::bigint[])"
@@ -64,7 +69,10 @@ class Leases(Connection):
         )
 
     async def answered(self, *, stored_id: int) -> None:
-        await self._write("DELETE FROM awaiting WHERE message_id = $1", stored_id)
+        await self._write(_ANSWERED, stored_id)
+
+    async def wait_answered(self, *, conversation_key: str, within: float) -> None:
+        await self.announcements.wait(conversation_key, within)
 
     async def adopt_awaiting(self, *, platform: str, holder: str, limit: int) -> Sequence[Awaiting]:
         async with self._transaction() as db:

@@ -16,6 +16,7 @@ import asyncpg
 from bot.core.models import Conversation
 from bot.store.postgres import schema, search
 from bot.store.postgres.admin import Admin
+from bot.store.postgres.announce import Announcements
 from bot.store.postgres.connection import FAILURES
 from bot.store.postgres.leases import Leases
 from bot.store.postgres.messages import Messages
@@ -61,7 +62,7 @@ class PostgresStore(
             pool = await asyncpg.create_pool(url, min_size=1, max_size=pool_size)
         except OPEN_FAILURES as exc:
             raise DatabaseError(f"cannot open database {where}: {_reason(exc, url)}") from exc
-        store = cls(pool, where, index=index)
+        store = cls(pool, where, index=index, announcements=Announcements(url))
         try:
             async with pool.acquire() as db:
                 await schema.migrate(db, where)
@@ -99,6 +100,7 @@ class PostgresStore(
         return int(status.rsplit(" ", 1)[-1])
 
     async def close(self) -> None:
+        await self.announcements.close()
         await self._pool.close()
 
 

@@ -5,6 +5,7 @@ Times come from SQLite's clock, the one clock every process on the file shares.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from bot.core.ports.leases import Awaiting
@@ -61,6 +62,9 @@ class Leases(Connection):
 
     async def answered(self, *, stored_id: int) -> None:
         await self._write("DELETE FROM awaiting WHERE message_id = ?", (stored_id,))
+
+    async def wait_answered(self, *, conversation_key: str, within: float) -> None:
+        await asyncio.sleep(within)  # another process's answers are not announced
 
     async def adopt_awaiting(self, *, platform: str, holder: str, limit: int) -> Sequence[Awaiting]:
         params = {"platform": platform, "holder": holder, "limit": limit}
