@@ -105,6 +105,20 @@ async def test_an_early_fact_is_recalled_after_it_left_the_window(
     assert calibration is not None and calibration.ratio == 1.0  # counted exactly, recall too
 
 
+async def test_a_name_written_with_its_accent_also_finds_it_written_without(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    """Search folds accents as SQLite's FTS5 does (``Zoë`` finds ``Zoe``), on every store; the
+    accented word is searched once the conversation holds it."""
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("Zoe parks in bay 17, next to the café", who="Li"))
+        await app.engine.handle_message(said("Zoë joined the team this week", who="Li"))
+        await chatter(app, 40)
+        await app.engine.handle_message(said("@bot where does Zoë leave her car?", addressed=True))
+    block = recall_block(last_prompt(llm))
+    assert "[Li] Zoe parks in bay 17" in block and "[Li] Zoë joined" in block
+
+
 async def test_recall_starts_when_a_conversation_answered_all_along_outgrows_the_window(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:

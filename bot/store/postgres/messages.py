@@ -16,7 +16,8 @@ from bot.store.postgres.connection import Connection, text
 from bot.store.sqlite.rows import MESSAGE_COLUMNS, message
 
 # One round trip: the conversation's row (made, or taken: the upsert locks it), the message
-# unless its platform id is already there, and its terms counted, in that order.
+# unless its platform id is already there (with the terms it is found under), and the terms it
+# is counted under counted, in that order.
 _ADD = """
 WITH conversation AS (
     INSERT INTO conversations (key, channel_key, created_at) VALUES ($1, $2, $3)
@@ -29,7 +30,7 @@ WITH conversation AS (
     ON CONFLICT DO NOTHING RETURNING id
 ), counted AS (
     INSERT INTO search_terms (conversation, term, docs)
-    SELECT $1, term, 1 FROM added, unnest($13::text[]) AS term
+    SELECT $1, term, 1 FROM added, unnest($14::text[]) AS term
     ON CONFLICT (conversation, term) DO UPDATE SET docs = search_terms.docs + 1
 )
 SELECT id FROM added
@@ -63,6 +64,7 @@ class Messages(Connection):
         key = conversation.key
         content, author_name = text(content), text(author_name)
         terms = search.terms_of(content) if self._index else None
+        counted = search.counted_terms(content) if self._index else None
         async with self._writing():
             new_id = await self._pool.fetchval(
                 _ADD,
@@ -79,6 +81,7 @@ class Messages(Connection):
                 created_at,
                 importance,
                 terms,
+                counted,
             )
         if new_id is None:
             assert message_id is not None  # only a platform id can collide
@@ -125,8 +128,9 @@ class Messages(Connection):
                 stored_id,
             )
             await db.execute("DELETE FROM message_vectors WHERE message_id = $1", stored_id)
-            if old_terms is not None and new_terms is not None and old != content:
-                await search.recount(db, conversation_key, old_terms, new_terms)
+            if old_terms is not None and old != content:
+                old_counted, new_counted = search.counted_terms(old), search.counted_terms(content)
+                await search.recount(db, conversation_key, old_counted, new_counted)
         return True
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool:
@@ -134,14 +138,14 @@ class Messages(Connection):
             await self._lock_conversation(db, conversation_key)
             row = await db.fetchrow(
                 "DELETE FROM messages WHERE conversation = $1 AND platform_message_id = $2"
-                " RETURNING terms",
+                " RETURNING terms IS NOT NULL, content",
                 conversation_key,
                 message_id,
             )
             if row is None:
                 return False
-            if row[0] is not None:
-                await search.recount(db, conversation_key, row[0], [])
+            if row[0]:  # it was in the index
+                await search.recount(db, conversation_key, search.counted_terms(row[1]), [])
         return True
 
     async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:

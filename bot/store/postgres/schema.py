@@ -127,6 +127,14 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX handled_requests_by_time ON handled_requests (handled_at);
     """,
+    # 2: a message's terms are held with their accents folded, as SQLite's FTS5 folds them
+    # (bot.store.accents). The index is made again: every message is taken out of it
+    # (its terms and the counts), and the store indexes them all when it next opens with recall
+    # on, as it does the messages stored while recall was off.
+    """
+    UPDATE messages SET terms = NULL WHERE terms IS NOT NULL;
+    DELETE FROM search_terms;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
