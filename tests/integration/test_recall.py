@@ -538,6 +538,9 @@ def test_embeddings_need_a_model(tmp_path: Path) -> None:
 
 
 # -- the index ----------------------------------------------------------------------------------
+# How text becomes terms (no store), and SQLite's own index: its FTS5 match syntax and a file
+# from before recall. These open no bot, so the stores marker leaves them as they are: SQLite's
+# (the contract suite searches every store; test_store_postgres.py its migrations).
 
 
 def test_chinese_runs_are_indexed_as_characters_and_pairs() -> None:
