@@ -23,8 +23,11 @@ from bot.wiring import App, open_app
 from tests.support.fake_llm import FakeLLM, echo
 from tests.support.postgres import PostgresMissing, PostgresServer
 from tests.support.postgres import required as postgres_required
+from tests.support.stores import BOT_KINDS, StoreKind, kind_params
 
 ConfigFactory = Callable[..., Config]
+Storage = Callable[[str], dict[str, str]]
+"""``fresh_storage``: the ``storage`` settings of a new, empty database, by name."""
 
 # The slow tier, left out by --fast (scripts/test --fast): the tests that start processes
 # (found by following their code, fixtures and helpers), and the load, soak and crash tests.
@@ -211,9 +214,54 @@ def config_dict(base_url: str, db_path: Path, **sections: Any) -> dict[str, Any]
     return data
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test under ``@pytest.mark.stores(*kinds)`` (on it or its module) that opens the bot
+    runs once per store kind; one leaving PostgreSQL out says why (``reason=``)."""
+    marker = metafunc.definition.get_closest_marker("stores")
+    if marker is None or "store_kind" not in metafunc.fixturenames:
+        return
+    kinds = marker.args
+    if unknown := set(kinds) - set(BOT_KINDS):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: no store kind {unknown}")
+    if "postgres" not in kinds and not marker.kwargs.get("reason"):
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: say why it runs on {', '.join(kinds)} only (reason=)"
+        )
+    metafunc.parametrize("store_kind", kind_params(kinds), indirect=True)
+
+
 @pytest.fixture
-def make_config(tmp_path: Path, llm: FakeLLM) -> ConfigFactory:
+def store_kind(request: pytest.FixtureRequest) -> StoreKind:
+    """The store the bot runs on: each of the ``stores`` marker's kinds in turn, else SQLite."""
+    kind: StoreKind = getattr(request, "param", "sqlite")
+    return kind
+
+
+@pytest.fixture
+def fresh_storage(store_kind: StoreKind, tmp_path: Path, request: pytest.FixtureRequest) -> Storage:
+    """``storage`` settings for a new, empty database of the test's store kind, named ``name``
+    (SQLite: a file in the test's folder; PostgreSQL: a database on the session's server,
+    dropped after the test)."""
+
+    def fresh(name: str) -> dict[str, str]:
+        if store_kind == "sqlite":
+            return {"path": str(tmp_path / f"{name}.sqlite3")}
+        server = request.getfixturevalue("postgres_server")
+        url: str = server.create_database()
+        request.addfinalizer(lambda: server.drop_database(url))
+        return {"url": url}
+
+    return fresh
+
+
+@pytest.fixture
+def make_config(tmp_path: Path, llm: FakeLLM, fresh_storage: Storage) -> ConfigFactory:
+    """Configs for the test's bot, all on one database of the test's store kind (a test
+    restarting the bot finds its data); ``storage=`` settings are merged over it."""
+    database = fresh_storage("bot")
+
     def make(**sections: Any) -> Config:
+        sections["storage"] = {**database, **sections.get("storage", {})}
         return parse_config(config_dict(llm.url, tmp_path / "bot.sqlite3", **sections), {})
 
     return make

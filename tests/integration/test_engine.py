@@ -1,15 +1,20 @@
-"""The memory engine end to end: real SQLite, the real openai SDK, a local model server."""
+"""The memory engine end to end: on SQLite and PostgreSQL, the real openai SDK, a local model
+server."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+import pytest
+
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind, Role
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM, Reply, count_prompt_tokens
+
+pytestmark = pytest.mark.stores("sqlite", "postgres")
 
 GENERAL = Conversation.console("general")
 RANDOM = Conversation.console("random")

@@ -1,5 +1,6 @@
-"""The rules every platform shares, on the handler itself: real SQLite, the real openai SDK,
-the local model server, and an outbox that keeps what it is given (the platform's edge)."""
+"""The rules every platform shares, on the handler itself: on SQLite and PostgreSQL, the real
+openai SDK, the local model server, and an outbox that keeps what it is given (the platform's
+edge)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import asyncio
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import replace
 
+import pytest
+
 from bot.core.handler import Handler
 from bot.core.models import Conversation, IncomingMessage, Reaction, Reply
 from bot.wiring import App
+
+pytestmark = pytest.mark.stores("sqlite", "postgres")
 
 CHANNEL = Conversation("slack", "T1", "C1")
 THREAD = replace(CHANNEL, thread="100.0")

@@ -1,10 +1,12 @@
 """User profiles end to end: /remember, /profile, /forget, the profile in the prompt, facts the
 summary model proposes, isolation between workspaces and what /reset and /forget delete.
-Real SQLite, the real openai SDK, the local model server."""
+SQLite and PostgreSQL, the real openai SDK, the local model server."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from bot.core.commands import run_command
 from bot.core.models import (
@@ -18,6 +20,8 @@ from bot.core.models import (
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, is_summary_request, respond
 from tests.support.fake_llm import FakeLLM, count_prompt_tokens, encoding_for
+
+pytestmark = pytest.mark.stores("sqlite", "postgres")
 
 GENERAL = Conversation.console("general")
 RANDOM = Conversation.console("random")

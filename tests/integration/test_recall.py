@@ -1,5 +1,6 @@
-"""Recall end to end: real SQLite (FTS5), the real openai SDK against the local server (chat
-and embeddings), the real engine and commands."""
+"""Recall end to end, on SQLite (FTS5) and PostgreSQL alike: the real openai SDK against the
+local server (chat and embeddings), the real engine and commands. Where a test also looks into
+the SQLite file (the FTS5 index itself), that part runs on SQLite only."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from bot.core.models import CommandCall, Conversation, IncomingMessage
 from bot.store.sqlite.search import match_expression
 from bot.store.sqlite.store import SqliteStore
 from bot.wiring import App, open_app
-from tests.conftest import ConfigFactory, is_summary_request
+from tests.conftest import ConfigFactory, Storage, is_summary_request
 from tests.support import old_schemas
 from tests.support.fake_llm import FakeLLM, count_prompt_tokens, fake_embedding
+from tests.support.stores import StoreKind
+
+pytestmark = pytest.mark.stores("sqlite", "postgres")
 
 GENERAL = Conversation.console("general")
 RANDOM = Conversation.console("random")
@@ -99,6 +103,20 @@ async def test_an_early_fact_is_recalled_after_it_left_the_window(
     assert count_prompt_tokens("gpt-4o-mini", prompt) <= 600
     assert count_prompt_tokens("gpt-4o-mini", [{"role": "system", "content": block}]) <= 250
     assert calibration is not None and calibration.ratio == 1.0  # counted exactly, recall too
+
+
+async def test_a_name_written_with_its_accent_also_finds_it_written_without(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    """Search folds accents as SQLite's FTS5 does (``Zoë`` finds ``Zoe``), on every store; the
+    accented word is searched once the conversation holds it."""
+    async with open_app(make_config(memory=SMALL)) as app:
+        await app.engine.handle_message(said("Zoe parks in bay 17, next to the café", who="Li"))
+        await app.engine.handle_message(said("Zoë joined the team this week", who="Li"))
+        await chatter(app, 40)
+        await app.engine.handle_message(said("@bot where does Zoë leave her car?", addressed=True))
+    block = recall_block(last_prompt(llm))
+    assert "[Li] Zoe parks in bay 17" in block and "[Li] Zoë joined" in block
 
 
 async def test_recall_starts_when_a_conversation_answered_all_along_outgrows_the_window(
@@ -185,7 +203,7 @@ async def test_without_recall_the_same_budget_forgets_the_fact(
 
 
 async def test_messages_kept_while_recall_was_off_are_recalled_once_it_is_on(
-    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path, store_kind: StoreKind
 ) -> None:
     off = make_config(memory={**SMALL, "recall_tokens": 0})
     async with open_app(off) as app:
@@ -197,10 +215,15 @@ async def test_messages_kept_while_recall_was_off_are_recalled_once_it_is_on(
         await chatter(app, 40)
         assert await engine.delete_message(GENERAL, "m1")
         assert await engine.edit_message(GENERAL, "m2", "the vault code is now 9090")
-    db = sqlite3.connect(tmp_path / "bot.sqlite3")
-    # with recall off, storing a message did no indexing work
-    assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 0
-    db.close()
+        # with recall off, storing a message did no indexing work
+        unindexed = await app.store.term_counts(
+            conversation_key=GENERAL.key, terms=["tangerine", "chatter"]
+        )
+        assert unindexed == {"tangerine": 0, "chatter": 0}
+    if store_kind == "sqlite":  # the FTS5 table itself
+        db = sqlite3.connect(tmp_path / "bot.sqlite3")
+        assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 0
+        db.close()
     async with open_app(make_config(memory=SMALL)) as app:
         docs = await app.store.term_counts(
             conversation_key=GENERAL.key,
@@ -222,7 +245,7 @@ async def test_messages_kept_while_recall_was_off_are_recalled_once_it_is_on(
 
 
 async def test_a_reset_while_recall_is_off_leaves_nothing_in_the_index(
-    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path, store_kind: StoreKind
 ) -> None:
     async with open_app(make_config(memory=SMALL)) as app:
         await app.engine.handle_message(said("the vault code is 4242"))
@@ -231,16 +254,21 @@ async def test_a_reset_while_recall_is_off_leaves_nothing_in_the_index(
     async with open_app(make_config(memory={**SMALL, "recall_tokens": 0})) as app:
         await chatter(app, 3)
         await run_command(app.engine, CommandCall(GENERAL, "reset", "", "ana", "Ana"))
-    db = sqlite3.connect(tmp_path / "bot.sqlite3")
-    assert (
-        db.execute("SELECT rowid FROM message_index WHERE message_index MATCH '4242'").fetchall()
-        == []
-    )
-    assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 1  # random's
-    docs = dict(db.execute("SELECT conversation || ' ' || term, docs FROM search_terms"))
-    db.close()
-    assert not [key for key in docs if key.startswith(f"{GENERAL.key} ")]  # none of general's
-    assert docs[f"{RANDOM.key} 7719"] == 1
+        general = await app.store.term_counts(
+            conversation_key=GENERAL.key, terms=["4242", "vault", "chatter"]
+        )
+        random = await app.store.term_counts(conversation_key=RANDOM.key, terms=["7719"])
+    assert general == {"4242": 0, "vault": 0, "chatter": 0}
+    assert random == {"7719": 1}
+    if store_kind == "sqlite":  # the FTS5 table and the counts table themselves
+        db = sqlite3.connect(tmp_path / "bot.sqlite3")
+        match = "SELECT rowid FROM message_index WHERE message_index MATCH '4242'"
+        assert db.execute(match).fetchall() == []
+        assert db.execute("SELECT COUNT(*) FROM message_index").fetchone()[0] == 1  # random's
+        docs = dict(db.execute("SELECT conversation || ' ' || term, docs FROM search_terms"))
+        db.close()
+        assert not [key for key in docs if key.startswith(f"{GENERAL.key} ")]  # none of general's
+        assert docs[f"{RANDOM.key} 7719"] == 1
     async with open_app(make_config(memory=SMALL)) as app:
         await chatter(app, 40)
         await app.engine.handle_message(said("what is the vault code?", addressed=True))
@@ -287,7 +315,7 @@ async def test_recall_repeats_nothing_already_in_the_prompt(
 
 
 async def test_reset_removes_messages_from_the_index_and_vectors(
-    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path, store_kind: StoreKind
 ) -> None:
     config = make_config(
         memory={**SMALL, "recall_embeddings": True}, llm={"embedding_model": "embed-small"}
@@ -302,7 +330,19 @@ async def test_reset_removes_messages_from_the_index_and_vectors(
         await chatter(app, 3)
         await app.engine.handle_message(said("what is the vault code?", addressed=True))
         await app.engine.drain()
+        general = await app.store.term_counts(conversation_key=GENERAL.key, terms=["4242", "vault"])
+        random = await app.store.term_counts(conversation_key=RANDOM.key, terms=["7719"])
+        embedded = [
+            len(await app.store.vectors(conversation_key=c.key, before_id=10**9, model=m, limit=99))
+            for c, m in ((GENERAL, "embed-small"), (RANDOM, "embed-small"))
+        ]
     assert "4242" not in "\n".join(m["content"] for m in last_prompt(llm))
+    # general: the question and its (echoed) answer; random: its message
+    assert (general, random) == ({"4242": 0, "vault": 2}, {"7719": 1})
+    assert embedded == [3 + 2, 1]  # general's since the reset; random's message
+    if store_kind != "sqlite":
+        return
+    # the FTS5 table and the vectors in the SQLite file
     db = sqlite3.connect(tmp_path / "bot.sqlite3")
     rows = db.execute("SELECT rowid FROM message_index WHERE message_index MATCH '4242'")
     assert rows.fetchall() == []
@@ -311,10 +351,6 @@ async def test_reset_removes_messages_from_the_index_and_vectors(
     stored = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     assert indexed == vectors == stored == 1 + 3 + 2  # random's message; general since reset
     assert db.execute("SELECT rowid FROM message_index WHERE message_index MATCH '7719'").fetchall()
-    docs = dict(db.execute("SELECT conversation || ' ' || term, docs FROM search_terms"))
-    # general: the question and its (echoed) answer; random: its message
-    assert f"{GENERAL.key} 4242" not in docs
-    assert (docs[f"{GENERAL.key} vault"], docs[f"{RANDOM.key} 7719"]) == (2, 1)
 
 
 async def test_deleting_and_editing_a_message_update_what_recall_finds(
@@ -342,15 +378,15 @@ async def test_deleting_and_editing_a_message_update_what_recall_finds(
 
 
 async def test_an_imported_channel_is_searchable(
-    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+    make_config: ConfigFactory, llm: FakeLLM, fresh_storage: Storage
 ) -> None:
     async with open_app(make_config(memory=SMALL)) as app:
         await app.engine.handle_message(said("the guest wifi password is tangerine-42"))
         await chatter(app, 40)
         exported = await app.store.export_records(channel_key=GENERAL.channel_key)
-    elsewhere = make_config(memory=SMALL, storage={"path": str(tmp_path / "moved.sqlite3")})
+    elsewhere = make_config(memory=SMALL, storage=fresh_storage("moved"))
     async with open_app(elsewhere) as app:
-        await app.store.import_records(exported)
+        await app.store.import_records(records=exported)
         await app.engine.handle_message(said("what is the wifi password?", addressed=True))
     assert "tangerine-42" in recall_block(last_prompt(llm))
 
@@ -396,38 +432,42 @@ def topical_embedding(text: str) -> list[float]:
 
 
 async def test_embeddings_recall_a_message_that_shares_no_word_with_the_question(
-    make_config: ConfigFactory, llm: FakeLLM, tmp_path: Path
+    make_config: ConfigFactory, llm: FakeLLM, fresh_storage: Storage
 ) -> None:
     llm.embedder = topical_embedding
     fact = "Visitors use the guest network, key tangerine-42"
     question = "how do guests get online?"  # no word in common with the fact but "guest"s
     for embeddings in (False, True):
-        path = tmp_path / f"{embeddings}.sqlite3"
         config = make_config(
             memory={**SMALL, "recall_embeddings": embeddings},
             llm={"embedding_model": "embed-small"},
-            storage={"path": str(path)},
+            storage=fresh_storage(str(embeddings)),
         )
         async with open_app(config) as app:
             await app.engine.handle_message(said(fact, who="Li"))
             await chatter(app, 40)
             await app.engine.drain()
             await app.engine.handle_message(said(question, addressed=True))
+            await app.engine.drain()
+            stored = await app.store.messages_after_turn(
+                conversation_key=GENERAL.key, after_turn=0, limit=1000
+            )
+            vectors = await app.store.vectors(
+                conversation_key=GENERAL.key, before_id=10**9, model="embed-small", limit=1000
+            )
         block = recall_block(last_prompt(llm))
         assert ("tangerine-42" in block) is embeddings
     embedded = [r.body for r in llm.requests if r.path == "/v1/embeddings"]
     assert embedded and all(body["model"] == "embed-small" for body in embedded)
     texts = [text for body in embedded for text in body["input"]]
-    db = sqlite3.connect(tmp_path / "True.sqlite3")
-    stored = [row[0] for row in db.execute("SELECT content FROM messages ORDER BY id")]
-    assert sorted(texts) == sorted(stored), "each message embedded once (the question too)"
-    assert db.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(stored)
+    # each message of the second run embedded once (the question too), and its vector kept
+    assert sorted(texts) == sorted(m.content for m in stored)
+    assert len(vectors) == len(stored)
 
 
 async def test_a_history_kept_before_embeddings_were_on_is_embedded_in_the_background(
     make_config: ConfigFactory,
     llm: FakeLLM,
-    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -445,12 +485,10 @@ async def test_a_history_kept_before_embeddings_were_on_is_embedded_in_the_backg
         await app.engine.backfill_embeddings()  # as `bot run` does when it starts
         await app.engine.drain()
         await app.engine.handle_message(said("how do guests get online?", addressed=True))
+        await app.engine.drain()
+        missing = await app.store.unembedded(before_id=None, model="embed-small", limit=10)
     assert "tangerine-42" in recall_block(last_prompt(llm))
-    db = sqlite3.connect(tmp_path / "bot.sqlite3")
-    missing = db.execute(
-        "SELECT COUNT(*) FROM messages WHERE id NOT IN (SELECT message_id FROM message_vectors)"
-    ).fetchone()[0]
-    assert missing == 0
+    assert list(missing) == []
     batches = [len(r.body["input"]) for r in llm.requests if r.path == "/v1/embeddings"]
     assert batches[:2] == [64, 7]  # the 71 stored messages, newest first, then the new ones
     logged = [r.getMessage() for r in caplog.records if r.name == "bot.core.memory.recall"]
@@ -500,6 +538,9 @@ def test_embeddings_need_a_model(tmp_path: Path) -> None:
 
 
 # -- the index ----------------------------------------------------------------------------------
+# How text becomes terms (no store), and SQLite's own index: its FTS5 match syntax and a file
+# from before recall. These open no bot, so the stores marker leaves them as they are: SQLite's
+# (the contract suite searches every store; test_store_postgres.py its migrations).
 
 
 def test_chinese_runs_are_indexed_as_characters_and_pairs() -> None:

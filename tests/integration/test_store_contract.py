@@ -235,6 +235,29 @@ async def test_search_and_term_counts_within_a_conversation(store: Store) -> Non
     )
 
 
+async def test_a_search_term_finds_its_word_with_or_without_accents(store: Store) -> None:
+    """As SQLite's FTS5 folds them; each spelling is counted as written."""
+    plain = await add(store, "Zoe parks at the cafe")
+    accented = await add(store, "Zoë joined, café au lait")
+    greek = await add(store, "λόγος")
+    newest = await add(store, "where is she?")
+    for terms in (["zoë"], ["zoe"], ["café"]):
+        hits = await store.search_messages(
+            conversation_key=GENERAL.key, terms=terms, before_id=newest, limit=5
+        )
+        assert sorted(m.id for m in hits) == [plain, accented], terms
+    hits = await store.search_messages(
+        conversation_key=GENERAL.key, terms=["λογος"], before_id=newest, limit=5
+    )
+    assert [m.id for m in hits] == [], "FTS5 keeps Greek accents"
+    hits = await store.search_messages(
+        conversation_key=GENERAL.key, terms=["λόγοσ"], before_id=newest, limit=5
+    )
+    assert [m.id for m in hits] == [greek], "but folds the final sigma"
+    counts = await store.term_counts(conversation_key=GENERAL.key, terms=["zoe", "zoë", "cafe"])
+    assert counts == {"zoe": 1, "zoë": 1, "cafe": 1}
+
+
 async def test_vectors_follow_their_message(store: Store) -> None:
     key = GENERAL.key
     first = await add(store, "first", message_id="m1")

@@ -9,11 +9,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bot.core.memory.terms import query_terms
+from bot.core.memory.terms import document_terms, query_terms
 from bot.core.models import Conversation, Role
 from bot.core.ports.store import Duplicate, NewSummary, StorageError
 from bot.store.archive import BackupError
-from bot.store.postgres.schema import SCHEMA_VERSION, DatabaseError
+from bot.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.store import PostgresStore
 
 GENERAL = Conversation("slack", "T1", "C1")
@@ -147,6 +147,51 @@ async def test_messages_stored_with_the_index_off_are_found_once_it_is_on(
             assert len(found) == 1, question
     finally:
         await store.close()
+
+
+async def test_a_database_indexed_before_accents_were_folded_is_indexed_again_on_open(
+    postgres_url: str,
+) -> None:
+    """Schema 1 kept a message's terms as written: ``zoë`` did not find ``Zoe``."""
+    db = await asyncpg.connect(postgres_url)
+    try:
+        await db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        await db.execute("INSERT INTO schema_version (version) VALUES (1)")
+        await db.execute(MIGRATIONS[0])
+        await db.execute(
+            "INSERT INTO conversations (key, channel_key, created_at) VALUES ($1, $2, 0)",
+            GENERAL.key,
+            GENERAL.channel_key,
+        )
+        for text in ("Zoe parks in bay 17", "Zoë joined the team"):
+            terms = sorted(document_terms(text))
+            await db.execute(
+                "INSERT INTO messages (conversation, role, author_id, author_name, content,"
+                " tokens, created_at, terms) VALUES ($1, 'user', 'U1', 'Ana', $2, 5, 0, $3)",
+                GENERAL.key,
+                text,
+                terms,
+            )
+            await db.execute(
+                "INSERT INTO search_terms (conversation, term, docs) SELECT $1, t, 1"
+                " FROM unnest($2::text[]) AS t ON CONFLICT (conversation, term)"
+                " DO UPDATE SET docs = search_terms.docs + 1",
+                GENERAL.key,
+                terms,
+            )
+    finally:
+        await db.close()
+    store = await PostgresStore.open(postgres_url)
+    try:
+        key = GENERAL.key
+        found = await store.search_messages(
+            conversation_key=key, terms=["zoë"], before_id=10**9, limit=5
+        )
+        counts = await store.term_counts(conversation_key=key, terms=["zoe", "zoë", "the"])
+    finally:
+        await store.close()
+    assert sorted(m.content for m in found) == ["Zoe parks in bay 17", "Zoë joined the team"]
+    assert counts == {"zoe": 1, "zoë": 1, "the": 1}  # counted once each, as written
 
 
 async def test_a_refused_write_is_a_storage_error_numbered_by_spell(postgres_url: str) -> None:

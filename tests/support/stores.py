@@ -4,12 +4,13 @@ in-memory store."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
 import pytest
+from _pytest.mark import ParameterSet
 
 from bot.core.ports.store import Store
 from bot.store.memory import MemoryStore
@@ -17,12 +18,22 @@ from bot.store.sqlite.store import SqliteStore
 
 StoreKind = Literal["sqlite", "postgres", "memory"]
 KINDS: tuple[StoreKind, ...] = ("sqlite", "postgres", "memory")
-KIND_PARAMS = [
-    pytest.param(kind, marks=pytest.mark.slow) if kind == "postgres" else kind for kind in KINDS
-]
-"""``KINDS`` to parametrize with: PostgreSQL's starts a server, so it is in the slow tier."""
+
+
+def kind_params(kinds: Sequence[StoreKind]) -> list[ParameterSet]:
+    """``kinds`` to parametrize with: PostgreSQL's starts a server, so it is in the slow tier."""
+    return [
+        pytest.param(kind, id=kind, marks=pytest.mark.slow if kind == "postgres" else ())
+        for kind in kinds
+    ]
+
+
+KIND_PARAMS = kind_params(KINDS)
 APP_KINDS: tuple[StoreKind, ...] = ("sqlite", "memory")
 """The stores :func:`app_store` hands the application (the wiring opens SQLite's)."""
+BOT_KINDS: tuple[StoreKind, ...] = ("sqlite", "postgres")
+"""The stores the ``stores`` marker names: those the bot opens from its config
+(``storage.path``, ``storage.url``), so that a test restarting the bot finds its data again."""
 
 
 @asynccontextmanager

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from bot.core.memory.terms import document_terms
 from bot.core.models import Conversation, Role, StoredMessage
 from bot.core.ports.store import Duplicate, NewestMessage, TurnCost
+from bot.store.accents import folded
 from bot.store.memory.tables import AwaitingRow, ConversationRow, MessageRow, Tables
 
 
@@ -251,9 +252,9 @@ class Messages(Tables):
     async def search_messages(
         self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
     ) -> Sequence[StoredMessage]:
-        wanted = set(terms)
+        wanted = {folded(term) for term in terms}  # with or without accents, as SQLite
         held = [
-            (len(_terms(row.content) & wanted), row)
+            (len({folded(term) for term in _terms(row.content)} & wanted), row)
             for row in self._rows(conversation_key)
             if row.id < before_id
         ]

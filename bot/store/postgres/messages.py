@@ -16,8 +16,9 @@ from bot.store.postgres.connection import Connection, text
 from bot.store.sqlite.rows import MESSAGE_COLUMNS, message
 
 # One round trip: the conversation's row (made, or taken: the upsert locks it), the message
-# unless its platform id is already there, its terms counted, and its place among the
-# messages awaiting an answer (when it awaits one), in that order.
+# unless its platform id is already there (with the terms it is found under), the terms it is
+# counted under counted, and its place among the messages awaiting an answer (when it awaits
+# one), in that order.
 _ADD = """
 WITH conversation AS (
     INSERT INTO conversations (key, channel_key, created_at) VALUES ($1, $2, $3)
@@ -30,11 +31,11 @@ WITH conversation AS (
     ON CONFLICT DO NOTHING RETURNING id
 ), counted AS (
     INSERT INTO search_terms (conversation, term, docs)
-    SELECT $1, term, 1 FROM added, unnest($13::text[]) AS term
+    SELECT $1, term, 1 FROM added, unnest($14::text[]) AS term
     ON CONFLICT (conversation, term) DO UPDATE SET docs = search_terms.docs + 1
 ), queued AS (
     INSERT INTO awaiting (message_id, conversation, platform, holder, queued_at)
-    SELECT id, $1, $14::text, $15::text, $3 FROM added WHERE $15::text IS NOT NULL
+    SELECT id, $1, $15::text, $16::text, $3 FROM added WHERE $16::text IS NOT NULL
 )
 SELECT id FROM added
 """
@@ -68,6 +69,7 @@ class Messages(Connection):
         key = conversation.key
         content, author_name = text(content), text(author_name)
         terms = search.terms_of(content) if self._index else None
+        counted = search.counted_terms(content) if self._index else None
         async with self._writing():
             new_id = await self._pool.fetchval(
                 _ADD,
@@ -84,6 +86,7 @@ class Messages(Connection):
                 created_at,
                 importance,
                 terms,
+                counted,
                 conversation.platform,
                 awaited_by,
             )
@@ -132,8 +135,9 @@ class Messages(Connection):
                 stored_id,
             )
             await db.execute("DELETE FROM message_vectors WHERE message_id = $1", stored_id)
-            if old_terms is not None and new_terms is not None and old != content:
-                await search.recount(db, conversation_key, old_terms, new_terms)
+            if old_terms is not None and old != content:
+                old_counted, new_counted = search.counted_terms(old), search.counted_terms(content)
+                await search.recount(db, conversation_key, old_counted, new_counted)
         return True
 
     async def delete_message(self, *, conversation_key: str, message_id: str) -> bool:
@@ -141,14 +145,14 @@ class Messages(Connection):
             await self._lock_conversation(db, conversation_key)
             row = await db.fetchrow(
                 "DELETE FROM messages WHERE conversation = $1 AND platform_message_id = $2"
-                " RETURNING terms",
+                " RETURNING terms IS NOT NULL, content",
                 conversation_key,
                 message_id,
             )
             if row is None:
                 return False
-            if row[0] is not None:
-                await search.recount(db, conversation_key, row[0], [])
+            if row[0]:  # it was in the index
+                await search.recount(db, conversation_key, search.counted_terms(row[1]), [])
         return True
 
     async def mark_message(self, *, channel_key: str, message_id: str, delta: int) -> bool:

@@ -127,7 +127,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX handled_requests_by_time ON handled_requests (handled_at);
     """,
-    # 2: as SQLite's 11. Leases on work one process does at a time, by the server's clock;
+    # 2: a message's terms are held with their accents folded, as SQLite's FTS5 folds them
+    # (bot.store.accents). The index is made again: every message is taken out of it
+    # (its terms and the counts), and the store indexes them all when it next opens with recall
+    # on, as it does the messages stored while recall was off.
+    """
+    UPDATE messages SET terms = NULL WHERE terms IS NOT NULL;
+    DELETE FROM search_terms;
+    """,
+    # 3: as SQLite's 11. Leases on work one process does at a time, by the server's clock;
     # the messages awaiting an answer and the process answering each.
     """
     CREATE TABLE leases (

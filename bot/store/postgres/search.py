@@ -2,13 +2,14 @@
 conversation's term counts.
 
 A message's terms are :func:`bot.core.memory.terms.document_terms` of its text, computed in
-Python — the very terms SQLite's FTS5 index and ``search_terms`` hold — in a ``terms TEXT[]``
-column with a GIN index; a search is ``terms && <query terms>``. PostgreSQL's own text search
-was not used: ``tsvector`` parsers do not split Chinese or Japanese text into words, and
-``pg_trgm`` cannot match the two-character words those languages are full of. With the same
-Python terms both stores find the same messages, in any language. ``search_terms`` counts, per
-conversation, the messages that hold each term, written in the transaction that stores, edits
-or deletes the message.
+Python — the very terms SQLite's FTS5 index holds — with their accents folded as FTS5 folds
+them (:mod:`bot.store.accents`), in a ``terms TEXT[]`` column with a GIN index; a search is
+``terms && <query terms, folded>``. PostgreSQL's own text search was not used: ``tsvector``
+parsers do not split Chinese or Japanese text into words, and ``pg_trgm`` cannot match the
+two-character words those languages are full of. With the same Python terms, folded alike,
+both stores find the same messages, in any language. ``search_terms`` counts, per
+conversation, the messages that hold each term as written (not folded: as SQLite counts them),
+in the transaction that stores, edits or deletes the message.
 
 Candidates come back with the most query terms matched first, then the newest: recall
 (``bot.core.memory.recall``) scores them within the conversation, which is the real ranking.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from bot.core.memory.terms import document_terms
 from bot.core.models import StoredMessage
+from bot.store.accents import folded
 from bot.store.postgres.connection import Connection
 from bot.store.sqlite.rows import MESSAGE_COLUMNS, message
 
@@ -56,8 +58,19 @@ _DROP_TERMS = (
 
 
 def terms_of(content: str) -> list[str]:
-    """The terms a message is indexed under, sorted (rows are locked in one order)."""
+    """The terms a message is found under (its ``terms``): folded, sorted."""
+    return matched(document_terms(content))
+
+
+def counted_terms(content: str) -> list[str]:
+    """The terms a message is counted under in ``search_terms``, sorted (rows are locked in
+    one order)."""
     return sorted(document_terms(content))
+
+
+def matched(terms: Iterable[str]) -> list[str]:
+    """``terms`` as the ``terms`` column holds them: folded, distinct, sorted."""
+    return sorted({folded(term) for term in terms})
 
 
 async def _count(db: Db, key: str, counts: Counter[str], *, add: bool) -> None:
@@ -73,7 +86,8 @@ async def _count(db: Db, key: str, counts: Counter[str], *, add: bool) -> None:
 
 
 async def recount(db: Db, key: str, old: Sequence[str], new: Sequence[str]) -> None:
-    """A message of conversation ``key`` indexed under ``old`` is now under ``new``."""
+    """A message of conversation ``key`` counted under ``old`` is now under ``new``
+    (:func:`counted_terms`)."""
     before, after = set(old), set(new)
     await _count(db, key, Counter(before - after), add=False)
     await _count(db, key, Counter(after - before), add=True)
@@ -97,9 +111,8 @@ async def catch_up(db: Db, conversations: Iterable[str] | None = None) -> int:
         counts: dict[str, Counter[str]] = {}
         updates = []
         for message_id, key, content in rows:
-            terms = terms_of(content)
-            updates.append((terms, message_id))
-            counts.setdefault(key, Counter()).update(terms)
+            updates.append((terms_of(content), message_id))
+            counts.setdefault(key, Counter()).update(counted_terms(content))
         await db.executemany("UPDATE messages SET terms = $1::text[] WHERE id = $2", updates)
         for key in sorted(counts):
             await _count(db, key, counts[key], add=True)
@@ -128,9 +141,9 @@ class Search(Connection):
     async def search_messages(
         self, *, conversation_key: str, terms: Sequence[str], before_id: int, limit: int
     ) -> Sequence[StoredMessage]:
-        """The conversation's messages before ``before_id`` holding any of ``terms``, those
-        matching the most terms first, then the newest."""
+        """The conversation's messages before ``before_id`` holding any of ``terms`` (with or
+        without their accents), those matching the most terms first, then the newest."""
         if not terms:
             return []
-        rows = await self._rows(SEARCH, conversation_key, before_id, list(terms), limit)
+        rows = await self._rows(SEARCH, conversation_key, before_id, matched(terms), limit)
         return [message(row) for row in rows]
