@@ -107,6 +107,21 @@ async def catch_up(db: Db, conversations: Iterable[str] | None = None) -> int:
         after = int(rows[-1][0])
 
 
+_COUNT_RANGE = (
+    "INSERT INTO search_terms (conversation, term, docs)"
+    " SELECT conversation, term, COUNT(*) FROM messages, unnest(terms) AS term"
+    " WHERE id BETWEEN $1 AND $2 GROUP BY conversation, term ORDER BY conversation, term"
+    " ON CONFLICT (conversation, term) DO UPDATE SET docs = search_terms.docs + excluded.docs"
+)
+
+
+async def count_range(db: Db, first_id: int, last_id: int) -> None:
+    """Add the terms of the messages ``first_id`` to ``last_id``, stored with their terms
+    already (a bulk copy), to their conversations' counts. Run in the transaction that
+    stored them."""
+    await db.execute(_COUNT_RANGE, first_id, last_id)
+
+
 async def unindexed(db: Db) -> bool:
     """Whether some stored message is not in the index."""
     return bool(await db.fetchval("SELECT EXISTS (SELECT 1 FROM messages WHERE terms IS NULL)"))
