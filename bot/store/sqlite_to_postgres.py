@@ -25,6 +25,7 @@ import os
 import sqlite3
 import struct
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,18 +251,13 @@ class Target:
         row = await self._db.fetchrow(sql, *key)
         return None if row is None else tuple(row)
 
-    async def write(self, table: Table, rows: list[tuple[Any, ...]]) -> None:
-        """One batch, in one transaction: messages with their terms, counted."""
-        columns = list(table.columns)
-        records = [_stored(row) for row in rows]
-        if table.name == "messages":
-            content = columns.index("content")
-            records = [(*row, search.terms_of(row[content])) for row in records]
-            columns.append("terms")
+    async def write(self, batch: Batch) -> None:
+        """One batch, in one transaction (messages' term counts with them)."""
         async with self._db.transaction():
-            await self._db.copy_records_to_table(table.name, records=records, columns=columns)
-            if table.name == "messages":
-                await search.count_range(self._db, int(rows[0][0]), int(rows[-1][0]))
+            await self._db.copy_records_to_table(
+                batch.table, records=batch.records, columns=batch.columns
+            )
+            await search.add_counts(self._db, batch.counts)
 
     async def replace(self, table: Table, rows: list[tuple[Any, ...]]) -> int:
         """Make the table's rows of these keys equal to ``rows``; how many changed."""
@@ -294,6 +290,29 @@ class Target:
 def _stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """A source row as PostgreSQL stores it (no NUL characters in text)."""
     return tuple(text(value) if isinstance(value, str) else value for value in row)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Rows as they are written: messages with their search terms, and the terms counted."""
+
+    table: str
+    columns: list[str]
+    records: list[tuple[Any, ...]]
+    counts: dict[str, Counter[str]]
+
+    @classmethod
+    def of(cls, table: Table, rows: list[tuple[Any, ...]]) -> Batch:
+        columns = list(table.columns)
+        records = [_stored(row) for row in rows]
+        counts: dict[str, Counter[str]] = {}
+        if table.name == "messages":
+            key, content = columns.index("conversation"), columns.index("content")
+            records = [(*row, search.terms_of(row[content])) for row in records]
+            for row in records:
+                counts.setdefault(row[key], Counter()).update(row[-1])
+            columns.append("terms")
+        return cls(table.name, columns, records, counts)
 
 
 def _in_use(path: str, pid: int) -> SourceInUse:
@@ -380,19 +399,26 @@ async def _copy(
     batch: int,
     advance: Callable[[int], None],
 ) -> int:
-    """The table's rows past ``after``, a batch per transaction; the next batch is read
-    while one is written."""
+    """The table's rows past ``after``, a batch per transaction; the next batch is read and
+    made ready (its search terms computed, in a thread) while one is written."""
     width, copied = len(table.key), 0
-    rows = await source.rows(table, after=after, limit=batch)
-    while rows:
-        following = asyncio.ensure_future(source.rows(table, after=rows[-1][:width], limit=batch))
+
+    async def read(after: Key | None) -> tuple[Key | None, Batch | None]:
+        rows = await source.rows(table, after=after, limit=batch)
+        if not rows:
+            return None, None
+        return rows[-1][:width], await asyncio.to_thread(Batch.of, table, rows)
+
+    last, ready = await read(after)
+    while ready is not None:
+        following = asyncio.ensure_future(read(last))
         try:
-            await target.write(table, rows)
+            await target.write(ready)
         except BaseException:
             following.cancel()
             await asyncio.gather(following, return_exceptions=True)
             raise
-        copied += len(rows)
-        advance(len(rows))
-        rows = await following
+        copied += len(ready.records)
+        advance(len(ready.records))
+        last, ready = await following
     return copied

@@ -107,19 +107,20 @@ async def catch_up(db: Db, conversations: Iterable[str] | None = None) -> int:
         after = int(rows[-1][0])
 
 
-_COUNT_RANGE = (
+_ADD_COUNTS = (
     "INSERT INTO search_terms (conversation, term, docs)"
-    " SELECT conversation, term, COUNT(*) FROM messages, unnest(terms) AS term"
-    " WHERE id BETWEEN $1 AND $2 GROUP BY conversation, term ORDER BY conversation, term"
+    " SELECT * FROM unnest($1::text[], $2::text[], $3::integer[]) ORDER BY 1, 2"
     " ON CONFLICT (conversation, term) DO UPDATE SET docs = search_terms.docs + excluded.docs"
 )
 
 
-async def count_range(db: Db, first_id: int, last_id: int) -> None:
-    """Add the terms of the messages ``first_id`` to ``last_id``, stored with their terms
-    already (a bulk copy), to their conversations' counts. Run in the transaction that
-    stored them."""
-    await db.execute(_COUNT_RANGE, first_id, last_id)
+async def add_counts(db: Db, counts: dict[str, Counter[str]]) -> None:
+    """Add ``counts`` (per conversation, how many more messages hold each term) in one
+    statement: for messages stored with their terms in bulk, in their transaction."""
+    pairs = sorted((key, term, n) for key, terms in counts.items() for term, n in terms.items())
+    if pairs:
+        keys, terms, docs = zip(*pairs, strict=True)
+        await db.execute(_ADD_COUNTS, list(keys), list(terms), list(docs))
 
 
 async def unindexed(db: Db) -> bool:
