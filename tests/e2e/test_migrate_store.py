@@ -13,6 +13,7 @@ from bot.store.sqlite_to_postgres import holder
 from tests.e2e.test_cli import bot, write_config
 from tests.support.big_sqlite import fill
 from tests.support.fake_llm import FakeLLM
+from tests.support.paths import ROOT
 
 NO_MODEL = "http://127.0.0.1:9/v1"  # never called by migrate-store
 
@@ -97,3 +98,18 @@ def test_a_missing_or_bad_target_is_one_line_and_exit_2(tmp_path: Path) -> None:
         " (storage.path, or --from PATH)"
     ]
     assert not (tmp_path / "none.sqlite3").exists()
+
+
+def test_the_benchmark_runs_and_extrapolates_per_million(
+    tmp_path: Path, postgres_server: object
+) -> None:
+    """The bench starts its own server; ``postgres_server`` skips it (or fails it where
+    PostgreSQL is required) as every PostgreSQL test is."""
+    ran = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "migrate_store.py"), "--messages", "2000",
+         "--db-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "messages                 2,000         2,000" in ran.stdout
+    assert "for 2,000 messages" in ran.stdout and "per million messages about" in ran.stdout
