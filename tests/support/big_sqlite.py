@@ -48,7 +48,7 @@ def fill(
     seed: int = 1,
 ) -> Filled:
     """A new database at ``path`` holding ``messages`` messages (a vector for one in
-    ``vector_every``; 0: none)."""
+    ``vector_every``; 0: none). Runs its own event loop: call it outside one."""
     asyncio.run(_create(path))
     rng = random.Random(seed)
     keys = []
