@@ -15,6 +15,8 @@ from bot import __version__
 from bot.commands_cli import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, archive, conversations
 from bot.commands_cli.evaluate import add_parsers as add_eval_parser
 from bot.commands_cli.evaluate import evaluate
+from bot.commands_cli.migrate import add_parser as add_migrate_parser
+from bot.commands_cli.migrate import migrate_store
 from bot.config import (
     Config,
     ConfigError,
@@ -84,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     conversations.add_stats_parser(commands, common)
     archive.add_parsers(commands, common)
+    add_migrate_parser(commands, common)
     commands.add_parser(
         "health",
         parents=[common],
@@ -165,6 +168,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if args.command == "eval":
             return asyncio.run(evaluate(args, config))
+        if args.command == "migrate-store":
+            return asyncio.run(migrate_store(args, config))
         return asyncio.run(_dispatch(args, config, path))
     except (StoreUnavailable, StorageError) as exc:
         print(f"bot: {exc}", file=sys.stderr)

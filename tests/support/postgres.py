@@ -89,9 +89,10 @@ class PostgresServer:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     @classmethod
-    def start(cls) -> PostgresServer:
+    def start(cls, *, durable: bool = False) -> PostgresServer:
         """A new server in a new folder under the system's temporary folder (the server's
-        user must reach it: pytest's own temporary folders are private to root)."""
+        user must reach it: pytest's own temporary folders are private to root).
+        ``durable``: commits reach the disk (fsync on), as on a real server (benchmarks)."""
         bin_dir = binaries()
         prefix = _as_server_user()
         folder = Path(tempfile.mkdtemp(prefix="bot-test-postgres-"))
@@ -118,7 +119,7 @@ class PostgresServer:
             "listen_addresses": "127.0.0.1",
             "port": str(port),
             "unix_socket_directories": str(folder),
-            "fsync": "off",  # a throwaway server: speed over durability
+            "fsync": "on" if durable else "off",  # a throwaway server: speed over durability
             "max_connections": "200",
             "log_min_messages": "warning",
         }

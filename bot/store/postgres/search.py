@@ -120,6 +120,22 @@ async def catch_up(db: Db, conversations: Iterable[str] | None = None) -> int:
         after = int(rows[-1][0])
 
 
+_ADD_COUNTS = (
+    "INSERT INTO search_terms (conversation, term, docs)"
+    " SELECT * FROM unnest($1::text[], $2::text[], $3::integer[]) ORDER BY 1, 2"
+    " ON CONFLICT (conversation, term) DO UPDATE SET docs = search_terms.docs + excluded.docs"
+)
+
+
+async def add_counts(db: Db, counts: dict[str, Counter[str]]) -> None:
+    """Add ``counts`` (per conversation, how many more messages hold each term) in one
+    statement: for messages stored with their terms in bulk, in their transaction."""
+    pairs = sorted((key, term, n) for key, terms in counts.items() for term, n in terms.items())
+    if pairs:
+        keys, terms, docs = zip(*pairs, strict=True)
+        await db.execute(_ADD_COUNTS, list(keys), list(terms), list(docs))
+
+
 async def unindexed(db: Db) -> bool:
     """Whether some stored message is not in the index."""
     return bool(await db.fetchval("SELECT EXISTS (SELECT 1 FROM messages WHERE terms IS NULL)"))

@@ -32,7 +32,7 @@ from bot.store.postgres.vectors import Vectors
 OPEN_FAILURES: tuple[type[BaseException], ...] = (*FAILURES, ValueError)
 """What a connection refused, or a url asyncpg cannot read, raises."""
 
-__all__ = ["SCHEMA_VERSION", "DatabaseError", "PostgresStore", "shown"]
+__all__ = ["SCHEMA_VERSION", "DatabaseError", "PostgresStore", "open_pool", "reason", "shown"]
 
 
 def shown(url: str) -> str:
@@ -49,6 +49,29 @@ def shown(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{name}:***@{host}"))
 
 
+async def open_pool(url: str, *, pool_size: int) -> asyncpg.Pool:
+    """A pool on the database at ``url``, its schema migrated; :class:`DatabaseError` naming
+    the url without its password when it cannot be had."""
+    where = shown(url)
+    try:
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=pool_size)
+    except OPEN_FAILURES as exc:
+        raise DatabaseError(f"cannot open database {where}: {reason(exc, url)}") from exc
+    try:
+        async with pool.acquire() as db:
+            await schema.migrate(db, where)
+    except DatabaseError:
+        await pool.close()
+        raise
+    except FAILURES as exc:
+        await pool.close()
+        raise DatabaseError(f"cannot open database {where}: {reason(exc, url)}") from exc
+    except BaseException:
+        await pool.close()
+        raise
+    return pool
+
+
 class PostgresStore(
     Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases
 ):
@@ -58,24 +81,16 @@ class PostgresStore(
         this store enter recall's search index (and those stored without it are indexed
         now); off, storing a message does no indexing work at all (recall is off)."""
         where = shown(url)
-        try:
-            pool = await asyncpg.create_pool(url, min_size=1, max_size=pool_size)
-        except OPEN_FAILURES as exc:
-            raise DatabaseError(f"cannot open database {where}: {_reason(exc, url)}") from exc
+        pool = await open_pool(url, pool_size=pool_size)
         store = cls(pool, where, index=index, announcements=Announcements(url))
         try:
-            async with pool.acquire() as db:
-                await schema.migrate(db, where)
-                if index:
-                    async with db.transaction():
-                        if await search.unindexed(db):
-                            await search.catch_up(db)
-        except DatabaseError:
-            await pool.close()
-            raise
+            if index:
+                async with pool.acquire() as db, db.transaction():
+                    if await search.unindexed(db):
+                        await search.catch_up(db)
         except FAILURES as exc:
             await pool.close()
-            raise DatabaseError(f"cannot open database {where}: {_reason(exc, url)}") from exc
+            raise DatabaseError(f"cannot open database {where}: {reason(exc, url)}") from exc
         except BaseException:
             await pool.close()
             raise
@@ -104,8 +119,8 @@ class PostgresStore(
         await self._pool.close()
 
 
-def _reason(exc: BaseException, url: str) -> str:
-    """Why, without the password (a driver may quote the url)."""
+def reason(exc: BaseException, url: str) -> str:
+    """Why ``exc`` happened, without the password (a driver may quote the url)."""
     reason = str(exc) or type(exc).__name__
     try:
         password = urlsplit(url).password
