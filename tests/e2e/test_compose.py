@@ -152,6 +152,10 @@ def image(tmp_path: Path) -> Image:
     for line in re.findall(r"^COPY (?!--from)(\S+) (/etc/bot/\S+)$", DOCKERFILE, re.MULTILINE):
         source, target = line
         shutil.copy(ROOT / source, built.etc / Path(target).name)
+    # The image's /data volume, under the test's folder: never this machine's own /data.
+    settings = built.etc / "docker.yaml"
+    settings.write_text(settings.read_text().replace(" /data/", f" {built.root}/data/"))
+    (built.root / "data").mkdir()
     return built
 
 
