@@ -73,10 +73,14 @@ class Leases:
 
     @asynccontextmanager
     async def _renewed(self, name: str, seconds: float, *, first: bool) -> AsyncIterator[None]:
+        failing = False
         if first:
-            with suppress(StorageError):  # the store logged it; renewals try again
+            try:
                 await self.store.take_lease(name=name, holder=self.holder, seconds=seconds)
-        task = asyncio.create_task(self._renew(name, seconds), name=f"renew {name}")
+            except StorageError as exc:  # renewals try again
+                log.warning("could not take the lease %s: %s; retrying", name, exc.cause)
+                failing = True
+        task = asyncio.create_task(self._renew(name, seconds, failing), name=f"renew {name}")
         try:
             yield
         finally:
@@ -84,15 +88,23 @@ class Leases:
             with suppress(asyncio.CancelledError):
                 await task
 
-    async def _renew(self, name: str, seconds: float) -> None:
+    async def _renew(self, name: str, seconds: float, failing: bool) -> None:
+        """Renew the lease every third of its time; a failed renewal is told once, and its
+        end once a renewal succeeds again."""
         while True:
             await asyncio.sleep(seconds / 3)
             try:
                 if not await self.store.take_lease(name=name, holder=self.holder, seconds=seconds):
                     log.warning("lost the lease %s to another process", name)
                     return
-            except StorageError:
-                pass  # the store logged it; the next renewal tries again
+            except StorageError as exc:  # the next renewal tries again
+                if not failing:
+                    log.warning("could not renew the lease %s: %s; retrying", name, exc.cause)
+                failing = True
+                continue
             except Exception as exc:  # a store closed under it: nothing left to hold
                 log.debug("renewing the lease %s failed: %s", name, exc)
                 return
+            if failing:
+                log.info("the lease %s is renewed again", name)
+                failing = False

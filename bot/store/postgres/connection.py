@@ -68,13 +68,19 @@ class Connection:
         return list(await self._pool.fetch(sql, *args))
 
     @asynccontextmanager
-    async def _writing(self) -> AsyncIterator[None]:
-        """A write the server refuses becomes :class:`StorageError`."""
+    async def _writing(self, *, tracked: bool = True) -> AsyncIterator[None]:
+        """A write the server refuses becomes :class:`StorageError`. ``tracked``: whether the
+        write counts towards the store's health (what the bot keeps does; a lease, which its
+        caller retries and reports, does not)."""
         try:
             yield
         except FAILURES as exc:
+            if not tracked:
+                raise StorageError(
+                    self.path, str(exc) or type(exc).__name__, incident=self._incident
+                ) from exc
             raise self._failed(exc) from exc
-        if self.write_failure is not None:
+        if tracked and self.write_failure is not None:
             log.warning("writes to %s succeed again", self.path)
             self.write_failure = None
 
@@ -94,8 +100,8 @@ class Connection:
         async with self._writing(), self._pool.acquire() as db, db.transaction():
             yield db
 
-    async def _write(self, sql: str, *args: Any) -> int:
-        async with self._writing():
+    async def _write(self, sql: str, *args: Any, tracked: bool = True) -> int:
+        async with self._writing(tracked=tracked):
             return changed(await self._pool.execute(sql, *args))
 
     async def _lock_conversation(self, db: Db, key: str) -> int | None:

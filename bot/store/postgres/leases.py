@@ -50,12 +50,14 @@ _ANSWERS = (
 
 class Leases(Connection):
     async def take_lease(self, *, name: str, holder: str, seconds: float) -> bool:
-        async with self._writing():
+        async with self._writing(tracked=False):
             taken = await self._pool.fetchval(_TAKE, name, holder, float(seconds))
         return taken is not None
 
     async def drop_lease(self, *, name: str, holder: str) -> None:
-        await self._write("DELETE FROM leases WHERE name = $1 AND holder = $2", name, holder)
+        await self._write(
+            "DELETE FROM leases WHERE name = $1 AND holder = $2", name, holder, tracked=False
+        )
 
     async def first_awaiting(self, *, conversation_key: str) -> int | None:
         value = await self._pool.fetchval(

@@ -40,15 +40,21 @@ class Connection:
         return list(await self._db.execute_fetchall(sql, params))
 
     @asynccontextmanager
-    async def _writing(self) -> AsyncIterator[None]:
-        """Hold the write lock; a write SQLite refuses becomes :class:`StorageError`."""
+    async def _writing(self, *, tracked: bool = True) -> AsyncIterator[None]:
+        """Hold the write lock; a write SQLite refuses becomes :class:`StorageError`.
+        ``tracked``: whether the write counts towards the store's health (what the bot keeps
+        does; a lease, which its caller retries and reports, does not)."""
         async with self._write_lock:
             try:
                 yield
             except sqlite3.Error as exc:
                 await self._abandon()
+                if not tracked:
+                    raise StorageError(
+                        self.path, str(exc) or type(exc).__name__, incident=self._incident
+                    ) from exc
                 raise self._failed(exc) from exc
-        if self.write_failure is not None:
+        if tracked and self.write_failure is not None:
             log.warning("writes to %s succeed again", self.path)
             self.write_failure = None
 
@@ -81,7 +87,9 @@ class Connection:
                 raise
             await self._db.execute("COMMIT")
 
-    async def _write(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> int:
-        async with self._writing():
+    async def _write(
+        self, sql: str, params: Sequence[Any] | dict[str, Any], *, tracked: bool = True
+    ) -> int:
+        async with self._writing(tracked=tracked):
             cursor = await self._db.execute(sql, params)
             return cursor.rowcount

@@ -44,10 +44,12 @@ _ANSWERS = (
 class Leases(Connection):
     async def take_lease(self, *, name: str, holder: str, seconds: float) -> bool:
         params = {"name": name, "holder": holder, "seconds": float(seconds)}
-        return await self._write(_TAKE, params) > 0
+        return await self._write(_TAKE, params, tracked=False) > 0
 
     async def drop_lease(self, *, name: str, holder: str) -> None:
-        await self._write("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+        await self._write(
+            "DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder), tracked=False
+        )
 
     async def first_awaiting(self, *, conversation_key: str) -> int | None:
         rows = await self._rows(

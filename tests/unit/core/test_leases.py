@@ -4,8 +4,12 @@ one holder's while it runs, however long, and free once it ends."""
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from bot.core.leases import Leases
+from bot.core.ports.store import StorageError
 from bot.store.memory import MemoryStore
 
 
@@ -35,3 +39,33 @@ async def test_a_process_lease_runs_while_the_process_does_and_goes_with_it() ->
 def test_each_process_has_its_own_name() -> None:
     store = MemoryStore()
     assert Leases(store).holder != Leases(store).holder
+
+
+class FlakyStore(MemoryStore):
+    """A store whose lease writes fail while ``failing`` is set, as a full disk's would."""
+
+    failing = False
+
+    async def take_lease(self, *, name: str, holder: str, seconds: float) -> bool:
+        if self.failing:
+            raise StorageError("memory", "disk full", incident=1)
+        return await super().take_lease(name=name, holder=holder, seconds=seconds)
+
+
+async def test_a_lease_that_cannot_be_renewed_is_told_once_and_again_when_it_can(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = FlakyStore()
+    store.failing = True
+    leases = Leases(store, holder="mine")
+    with caplog.at_level(logging.INFO, logger="bot.core.leases"):
+        async with leases.keep_alive(seconds=0.06):
+            await asyncio.sleep(0.2)  # the first take and several renewals fail
+            store.failing = False
+            await asyncio.sleep(0.1)
+            assert not await store.take_lease(name=leases.process_lease, holder="x", seconds=1)
+    told = [record.getMessage() for record in caplog.records]
+    assert told == [
+        "could not take the lease process:mine: disk full; retrying",
+        "the lease process:mine is renewed again",
+    ], told
