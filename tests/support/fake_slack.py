@@ -188,9 +188,12 @@ class FakeSlack:
 
     # -- Socket Mode --
 
-    async def push(self, kind: str, payload: JSON, *, retry_attempt: int = 0) -> str:
+    async def push(
+        self, kind: str, payload: JSON, *, retry_attempt: int = 0, socket: int = -1
+    ) -> str:
         """Send an envelope (``events_api``, ``slash_commands``, ``interactive``) to the
-        connected client; returns its envelope id."""
+        connected client (``socket``: which connection, in the order they opened, as Slack
+        spreads events over an app's connections); returns its envelope id."""
         await asyncio.wait_for(self._socket_ready.wait(), timeout=5)
         envelope_id = f"env-{next(self._envelopes)}"
         envelope = {
@@ -201,7 +204,7 @@ class FakeSlack:
             "retry_attempt": retry_attempt,
             "retry_reason": "",
         }
-        await self._sockets[-1].send_str(json.dumps(envelope))
+        await self._sockets[socket].send_str(json.dumps(envelope))
         return envelope_id
 
     async def ack_for(self, envelope_id: str) -> JSON:
