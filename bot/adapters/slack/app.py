@@ -12,12 +12,13 @@ Events are translated (:mod:`.translate`) and handed to the core's
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
@@ -264,11 +265,28 @@ def _refuse(what: str, exc: Exception) -> BoltResponse:
 def build_app(*, token: str | None, signing_secret: str | None) -> AsyncApp:
     """The Bolt app, with a Web API client of its own for ``token`` (a client handed to Bolt
     makes it warn on every start that the SLACK_BOT_TOKEN it finds will be unused)."""
-    return AsyncApp(
+    app = AsyncApp(
         token=token,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
         logger=logging.getLogger("slack_bolt"),
         name="channel-memory-bot",
         process_before_response=True,  # the response waits for what the listener commits
+        ignoring_self_events_enabled=False,  # in its place: _ignore_own_events
     )
+    app.middleware(_ignore_own_events)
+    return app
+
+
+async def _ignore_own_events(
+    context: AsyncBoltContext, body: dict[str, Any], next: Callable[[], Awaitable[BoltResponse]]
+) -> BoltResponse:
+    """Acknowledge the events the bot's own actions cause, as Bolt's own filter does, but
+    one: a person deleting the bot's answer (Slack names the bot as its author), which leaves
+    memory as any deleted message does."""
+    event, auth = body.get("event"), context.authorize_result
+    if isinstance(event, dict) and auth is not None and event.get("subtype") != "message_deleted":
+        by_bot = event.get("bot_id") is not None and event.get("bot_id") == auth.bot_id
+        if by_bot or (context.user_id is not None and context.user_id == auth.bot_user_id):
+            return BoltResponse(status=200, body="")
+    return await next()

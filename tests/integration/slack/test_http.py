@@ -610,3 +610,19 @@ async def test_edits_deletions_and_pushpins_are_acknowledged_only_once_committed
     finally:
         db.close()
     assert rows == [("the budget is 12k", 1)]  # edited, the other deleted, pinned once
+
+
+async def test_deleting_the_bots_own_answer_takes_it_out_of_memory(
+    slack: Slack, fake_slack: FakeSlack, llm: FakeLLM
+) -> None:
+    await slack.say("U1", f"<@{BOT_USER}> what is the budget?")
+    (answer,) = fake_slack.messages()
+    # Slack names the bot as the deleted message's author.
+    previous = {"type": "message", "user": BOT_USER, "bot_id": "BBOT", "ts": answer["ts"]}
+    delete = {"type": "message", "subtype": "message_deleted", "hidden": True, "channel": "C1"}
+    delete.update(ts="1700000100.000001", deleted_ts=answer["ts"], previous_message=previous)
+    assert await slack.event(delete) == 200
+    await slack.settle()
+    await slack.say("U1", f"<@{BOT_USER}> and now?")
+    contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
+    assert contents == ["[Ana] what is the budget?", "[Ana] and now?"]
