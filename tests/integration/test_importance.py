@@ -226,3 +226,39 @@ async def test_a_summary_too_small_for_every_important_message_says_so_once_per_
     assert 1 <= len(warnings) <= made  # one line per summary, not one per message
     assert sum(int(w.split(" ", 1)[0]) for w in warnings) > len(warnings)
     assert all("recall can still find them" in w for w in warnings)
+
+
+def long_winded(body: dict[str, Any]) -> Any:
+    """A summary model that drops every fact and fills its whole answer with narrative."""
+    if is_summary_request(body):
+        story = " ".join(f"Then people talked about topic {i} at some length." for i in range(80))
+        return f"Facts:\n- people chatted\nNarrative:\n{story}\nAnd more.\nAnd yet more."
+    return respond(body)
+
+
+async def test_important_messages_outrank_a_long_summary_within_a_quarter_of_the_budget(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    llm.responder = long_winded
+    budget = 1200
+    config = make_config(
+        memory={"strategy": "summary", "max_context_tokens": budget, "summary_rebuild_every": 0}
+    )
+    facts = ["decided: the launch is on 2026-03-01", "the budget is 4200 EUR", "deadline 12月15日"]
+    async with open_app(config) as app:
+        for fact in facts:
+            await app.engine.handle_message(said(fact))
+        for i in range(3):
+            await app.engine.handle_message(said(f"chat {i}", who="Bo"))
+        await run_command(app.engine, CommandCall(GENERAL, "summarize", "", "ana", "Ana"))
+        summary = await app.store.latest_summary(conversation_key=GENERAL.key)
+    assert summary is not None
+    assert summary.tokens <= budget // 4  # the cap the docs give
+    assert count_prompt_tokens("gpt-4o-mini", [{"role": "system", "content": summary.content}]) <= (
+        budget // 4 + 8
+    )
+    kept = summary.content.split(KEPT_HEADING, 1)[1]
+    assert all(f"Ana: {fact}" in kept for fact in facts)
+    text = summary.content.split(KEPT_HEADING, 1)[0]
+    assert text.startswith("Facts:\n- people chatted\nNarrative:\nThen people talked")
+    assert "And yet more." not in text  # the narrative's end made room

@@ -8,8 +8,9 @@ nothing and is retried later.
 
 Important messages (:mod:`.importance`, 📌) are listed to the model as must-keep; when its
 summary lacks the numbers and dates of one (or most of its words, for one without), the
-message is appended verbatim under "Kept verbatim:", within the summary's size cap, and carried
-forward by later compactions the same way.
+message is appended verbatim under "Kept verbatim:", within the summary's size cap (a quarter
+of the budget), and carried forward by later compactions the same way; the model's own text is
+cut to make room for those lines, its narrative first.
 
 The summary model may also propose durable facts about the people who spoke, as
 ``PROFILE <name>: <fact>`` lines. They are taken out of the summary and stored in that person's
@@ -40,7 +41,7 @@ from bot.core.models import (
     indent_headings,
     quote_lines,
 )
-from bot.core.ports.llm import ChatModel, Failure, LLMError
+from bot.core.ports.llm import ChatModel
 from bot.core.ports.store import NewSummary, Store
 from bot.core.settings import Settings
 from bot.core.wording import counted
@@ -73,6 +74,10 @@ nothing new.
 Write in the language the conversation mostly uses. Do not invent anything. Do not answer \
 questions from the chat; only summarize."""
 KEPT_HEADING = "Kept verbatim:"
+_HEADINGS = ("facts:", "narrative:")
+_SHORTEST_CUT = 12
+"""Tokens below which a line of the model's summary that does not fit is left out rather
+than cut short."""
 _PROFILE_LINE = re.compile(r"^[-*]?\s*PROFILE\s+(?P<name>[^:]+?)\s*:\s*(?P<fact>\S.*?)\s*$")
 _PROFILE_START = re.compile(r"^[-*]?\s*PROFILE\b")
 _MAX_FACT_CHARS = 300
@@ -82,7 +87,6 @@ _MAX_FACTS_PER_PERSON = 5
 _FETCH = 1000
 SUMMARY_SHARE = 0.25
 """A summary may take at most this share of the prompt budget."""
-_OVERSHOOT = 1.2
 _TRUNCATE_NOTE = "… [truncated for the summary]"
 _PREVIOUS = "Previous summary:"
 _NEW = "New messages:"
@@ -379,12 +383,6 @@ class Summarizer:
             completion_tokens=completion.completion_tokens or 0,
         )
         text, named = split_profiles(completion.text)
-        tokens = self._tokenizer.count(text)
-        if tokens > summary_tokens * _OVERSHOOT:
-            # Storing it would crowd the conversation out of every prompt; keep the old one.
-            raise LLMError(
-                Failure.BAD_RESPONSE, f"summary of {tokens} tokens exceeds its {summary_tokens}"
-            )
         text = self._keep_verbatim(text, previous, important, limits)
         return _Written(text, _authors(named, rows))
 
@@ -395,22 +393,26 @@ class Summarizer:
         important: Sequence[StoredMessage],
         limits: _Limits,
     ) -> str:
-        """Append what the summary lost of the important messages (and of what earlier
-        summaries kept verbatim), as long as the summary stays within its cap."""
-        limit = int(limits.summary * _OVERSHOOT)
+        """The summary within its cap, with what it lost of the important messages (and of
+        what earlier summaries kept verbatim) appended under :data:`KEPT_HEADING`. Those lines
+        are what was said, the model's text a paraphrase: they go first, and the model's text
+        is cut to make room (its narrative first), down to a quarter of the cap."""
+        limit = limits.summary
         missing = [line for line in _kept_lines(previous or "") if not covered(_said(line), text)]
         for row in important:
             if not covered(row.content, text):
                 missing.append("- " + _line(row, limits.input_tokens))
+        own = self._tokenizer.count(text)
+        room = limit - min(own, limit // 4)  # what the kept lines may take
+        kept: list[str] = []
         left_out = 0
         for line in dict.fromkeys(missing):
             if line in text:
                 continue
-            head = "" if KEPT_HEADING in text else f"\n\n{KEPT_HEADING}"
             for candidate in (line, _condensed(line)):
-                grown = f"{text}{head}\n{candidate}"
-                if self._tokenizer.count(grown) <= limit:
-                    text = grown
+                block = "\n".join([KEPT_HEADING, *kept, candidate])
+                if self._tokenizer.count(block) <= room:
+                    kept.append(candidate)
                     break
             else:
                 left_out += 1
@@ -422,7 +424,39 @@ class Summarizer:
                 " can still find them",
                 counted(left_out, "important message"),
             )
-        return text
+        if not kept:
+            return self._cut(text, limit)
+        block = "\n".join([KEPT_HEADING, *kept])
+        room = limit - self._tokenizer.count(block) - self._tokenizer.count("\n\n")
+        return f"{self._cut(text, room)}\n\n{block}".strip()
+
+    def _cut(self, text: str, room: int) -> str:
+        """The model's summary within ``room`` tokens: its narrative's last lines go first,
+        then its last facts; a single line too long is cut short."""
+        if self._tokenizer.count(text) <= room:
+            return text
+        lines = text.splitlines()
+        heads = [i for i, line in enumerate(lines) if line.strip().casefold() in _HEADINGS]
+        start = next((i for i in heads if lines[i].strip().casefold() == "narrative:"), None)
+        end = next((i for i in heads if start is not None and i > start), len(lines))
+        story = range(end - 1, start - 1, -1) if start is not None else range(0)
+        # The narrative goes first, from its end; then the rest, from the end.
+        order = [*story, *(i for i in range(len(lines) - 1, -1, -1) if i not in story)]
+        dropped: set[int] = set()
+        for index in order:
+            dropped.add(index)
+            left = [(i, line) for i, line in enumerate(lines) if i not in dropped]
+            kept = "\n".join(line for _, line in left).strip()
+            spare = room - self._tokenizer.count(kept) - 1  # the line break
+            if spare < 0:
+                continue
+            if spare >= _SHORTEST_CUT and lines[index].strip().casefold() not in _HEADINGS:
+                # The line that did not fit, cut short, in its place.
+                cut = self._tokenizer.truncate(lines[index], spare - 1).rstrip() + "…"
+                left = sorted([*left, (index, cut)])
+                kept = "\n".join(line for _, line in left).strip()
+            return kept
+        return ""
 
 
 def _said(line: str) -> str:

@@ -107,6 +107,14 @@ class ChatTokenizer:
         """Tokens of ``text``; special-token strings such as ``<|endoftext|>`` are plain text."""
         return len(self._encoding.encode_ordinary(text))
 
+    def truncate(self, text: str, tokens: int) -> str:
+        """The start of ``text`` that takes at most ``tokens`` (cut on a character boundary:
+        a token that ends mid-character is left out)."""
+        encoded = self._encoding.encode_ordinary(text)
+        if len(encoded) <= tokens:
+            return text
+        return self._encoding.decode(encoded[: max(tokens, 0)], errors="ignore")
+
     def count_messages(self, messages: Iterable[Mapping[str, str]]) -> int:
         """Tokens of a whole prompt in chat format, reply priming included."""
         total = REPLY_PRIMING

@@ -3,10 +3,13 @@ conversation has moved past."""
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage
 from tests.support.core import running_core, unit_config
-from tests.support.fake_chat import Messages, is_summary
+from tests.support.fake_chat import FakeChatModel, Messages, is_summary
 from tests.support.fake_llm import count_prompt_tokens
 
 GENERAL = Conversation.console("general")
@@ -79,3 +82,34 @@ async def test_a_summary_of_a_conversation_reset_meanwhile_is_discarded() -> Non
         kept = await core.store.latest_summary(conversation_key=GENERAL.key)
     assert len(core.model.summaries()) == 1  # the model was asked
     assert summary is None and kept is None  # what it wrote is not kept
+
+
+summary_lines = st.lists(
+    st.one_of(
+        st.sampled_from(["Facts:", "Narrative:", "- a fact", ""]),
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=400),
+    ),
+    max_size=40,
+)
+
+
+@given(lines=summary_lines, budget=st.integers(min_value=256, max_value=2000))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+async def test_whatever_the_summary_model_writes_the_summary_keeps_to_a_quarter_of_the_budget(
+    lines: list[str], budget: int
+) -> None:
+    written = "\n".join(lines)
+
+    def responder(messages: Messages) -> str:
+        return written if is_summary(messages) else "ok"
+
+    config = unit_config(memory={"strategy": "summary", "max_context_tokens": budget})
+    async with running_core(config, model=FakeChatModel(responder=responder)) as core:
+        await core.engine.handle_message(said("decided: the launch is on 2026-03-01"))
+        for i in range(3):
+            await core.engine.handle_message(said(f"chat {i}"))
+        await run_command(core.engine, CommandCall(GENERAL, "summarize", "", "ana", "Ana"))
+        summary = await core.store.latest_summary(conversation_key=GENERAL.key)
+    if summary is not None:
+        assert summary.tokens <= max(64, budget // 4)
+        assert "2026-03-01" in summary.content  # the important message, in one form or another
