@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config import Config
@@ -33,6 +34,8 @@ from bot.core.models import (
     StoredMessage,
     Summary,
     render_content,
+    speaker_of,
+    strip_speaker_tags,
 )
 from bot.core.observe import NoObserver, Observer
 from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
@@ -79,6 +82,7 @@ class Engine:
         observer: Observer | None = None,
         embedder: Embedder | None = None,
         leases: Leases | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         """The platform options adapters read (catch-up, reply length); what a turn uses
@@ -90,6 +94,8 @@ class Engine:
         self.tokenizer = tokenizer
         self.calibrator = calibrator
         self.observer: Observer = observer or NoObserver()
+        self.clock = clock
+        """When an answer is made, in seconds since the epoch (a replay's own time)."""
         self.leases = leases or Leases(store)
         """This process's leases: the messages it awaits the answer of are held under its
         name, and work one process does at a time under its leases."""
@@ -239,15 +245,16 @@ class Engine:
             except LLMError as exc:
                 log.warning("chat model failed for %s: %s", conversation.key, exc)
                 return Reply(exc.user_message, kind=ReplyKind.ERROR)
+            text = strip_speaker_tags(completion.text, _speakers(prompt, stored))
             answer = await self.store.add_message(
                 conversation=conversation,
                 role=Role.ASSISTANT,
                 author_id="assistant",
                 author_name="assistant",
-                content=completion.text,
-                tokens=await self.count(completion.text),
+                content=text,
+                tokens=await self.count(text),
                 message_id=None,
-                created_at=time.time(),
+                created_at=self.clock(),
                 reply_to=stored.id,
             )
             self.background.embed(answer, settings)
@@ -265,7 +272,7 @@ class Engine:
         self.observer.context_fill(ratio=prompt.fill)
         if needs_summary(prompt, settings):
             self.background.schedule_summary(conversation, settings)
-        return Reply(completion.text, stored_id=answer.id)
+        return Reply(text, stored_id=answer.id)
 
     async def _answer(
         self, conversation: Conversation, stored: StoredMessage, settings: Settings
@@ -443,3 +450,12 @@ class Engine:
         # A summary in flight is discarded when it finds the conversation's generation moved.
         async with self._reply_locks(conversation.key):
             return await self.store.reset(conversation=conversation, include_pins=include_pins)
+
+
+def _speakers(prompt: Prompt, stored: StoredMessage) -> set[str]:
+    """Who speaks in the prompt's user messages, and who asked."""
+    found = {stored.author_name}
+    for message in prompt.messages:
+        if message.get("role") == "user" and (who := speaker_of(message.get("content", ""))):
+            found.add(who)
+    return found

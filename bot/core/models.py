@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -196,6 +197,26 @@ def render_content(role: Role, author_name: str, text: str) -> str:
     if role is Role.USER:
         return f"[{clean_name(author_name)}] {quote_lines(text)}"
     return text
+
+
+_SPEAKER_TAG = re.compile(r"\[([^\]\n]{1,100})\][ \t]*")
+
+
+def speaker_of(content: str) -> str | None:
+    """Who a user message in the prompt says wrote it (:func:`render_content`'s tag)."""
+    match = _SPEAKER_TAG.match(content)
+    return match.group(1) if match else None
+
+
+def strip_speaker_tags(reply: str, speakers: Iterable[str]) -> str:
+    """A reply without the speaker tags (``[Ana] ``) a model copied to its start from the
+    user messages it was shown: small models imitate that prefix, and a reply that starts by
+    naming someone reads as theirs. Tags naming nobody who spoke (``[1]``) are kept."""
+    names = {clean_name(name).casefold() for name in speakers} | {"assistant", "assistant (you)"}
+    text = reply.lstrip()
+    while (match := _SPEAKER_TAG.match(text)) and match.group(1).strip().casefold() in names:
+        text = text[match.end() :]
+    return text if text.strip() else reply
 
 
 @dataclass(frozen=True)

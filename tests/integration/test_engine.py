@@ -529,3 +529,16 @@ async def test_shutdown_abandons_a_slow_reply_but_keeps_its_question(
         conversation_key=GENERAL.key, first_id=0, through_id=10**9
     )
     assert [m.content for m in stored] == ["slow"]
+
+
+async def test_a_speaker_tag_the_model_copies_to_its_reply_is_not_posted_or_kept(
+    app: App, llm: FakeLLM
+) -> None:
+    """Small models imitate the ``[Name]`` that starts each user message in the prompt."""
+    llm.script("[Bo] [Ana] The budget is 4200.", "[1] See the release notes.")
+    await app.engine.handle_message(said("the budget is 4200", who="Bo", addressed=False))
+    reply = await app.engine.handle_message(said("what is the budget?"))
+    cited = await app.engine.handle_message(said("where is it written?"))
+    assert reply is not None and reply.text == "The budget is 4200."
+    assert cited is not None and cited.text == "[1] See the release notes."  # names nobody
+    assert contents(chat_bodies(llm)[-1])[-2] == "The budget is 4200."

@@ -212,3 +212,52 @@ def test_bot_eval_stops_when_the_chat_model_fails(tmp_path: Path, llm_thread: Fa
     assert result.stderr.splitlines()[-1] == (
         "bot eval: the chat model failed on line 5 of the transcript: unavailable: HTTP 500"
     )
+
+
+async def test_a_model_that_only_parrots_the_speaker_tag_does_not_answer(
+    llm: FakeLLM, make_config: ConfigFactory
+) -> None:
+    """A "who" probe whose answer is a speaker's name: a reply that starts by copying the
+    ``[ana]`` tag of a message in the prompt names ana without answering."""
+    transcript = parse_transcript(
+        "\n".join(
+            json.dumps(line)
+            for line in [
+                {
+                    "fact": "owner",
+                    "user": "ana",
+                    "text": "FACT: ana owns the billing service",
+                    "answer": "ana",
+                },
+                {"probe": "owner", "user": "bo", "question": "who owns billing?"},
+            ]
+        )
+        + "\n"
+    )
+
+    def parrot(body: dict[str, Any]) -> str:
+        if is_summary_request(body):
+            return fake_summary(body)
+        last = body["messages"][-1]["content"]
+        return "[ana] I am not sure." if last.endswith("?") else "[ana] noted."
+
+    llm.responder = parrot
+    (parroted,) = await evaluate(make_config(), transcript, [Strategy.HYBRID])
+    llm.responder = lambda body: "[bo] It is ana." if "?" in str(body) else "noted."
+    (answered,) = await evaluate(make_config(), transcript, [Strategy.HYBRID])
+    assert parroted.answers == [("owner", False)]
+    assert answered.answers == [("owner", True)]
+
+
+async def test_the_replayed_answers_are_dated_with_the_replay_not_today(
+    llm: FakeLLM, make_config: ConfigFactory
+) -> None:
+    llm.responder = recall
+    transcript = parse_transcript(small_transcript())
+    await evaluate(make_config(memory={"max_context_tokens": 300}), transcript, [Strategy.HYBRID])
+    folded = "\n".join(
+        body["messages"][-1]["content"] for body in llm.chat_requests if is_summary_request(body)
+    )
+    dates = re.findall(r"^\[(\d{4}-\d\d-\d\d) \d\d:\d\d\] (\S+)", folded, re.MULTILINE)
+    assert any(who == "assistant" for _, who in dates)  # answers were folded, with their date
+    assert {date for date, _ in dates} == {"2025-01-06"}

@@ -12,7 +12,14 @@ from typing import Any
 from bot.config import Config, Strategy
 from bot.core.commands import run_command
 from bot.core.engine import Engine
-from bot.core.models import CommandCall, Conversation, IncomingMessage, ReplyKind
+from bot.core.models import (
+    CommandCall,
+    Conversation,
+    IncomingMessage,
+    ReplyKind,
+    speaker_of,
+    strip_speaker_tags,
+)
 from bot.core.ports.llm import Completion, LLMError, StreamEnd
 from bot.core.prompt.assembler import PromptTooLarge
 from bot.ops.evaluate.report import FactResult, StrategyResult, locate
@@ -22,6 +29,7 @@ from bot.wiring import open_app
 CHANNEL = Conversation(platform="eval", workspace="local", channel="transcript")
 _START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 _STEP = timedelta(seconds=45)
+_ANSWER_AFTER = timedelta(seconds=5)
 
 
 class ModelFailed(Exception):
@@ -81,6 +89,8 @@ async def _replay(
     advance: Callable[[], None],
 ) -> None:
     at = _START
+    # The bot's answers are dated just after the line they answer, not at today's date.
+    engine.clock = lambda: (at + _ANSWER_AFTER).timestamp()
     for number, step in enumerate(transcript.steps):
         at += _STEP
         if isinstance(step, PinLine):
@@ -148,7 +158,11 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
         )
     finally:
         await engine.delete_message(CHANNEL, f"probe{number}")
-    return fact.answer.casefold() in completion.text.casefold(), locate(prompt, fact.key)
+    # A speaker tag the model copied ("[王芳] …") names someone; it does not answer.
+    users = [m["content"] for m in prompt.messages if m["role"] == "user"]
+    speakers = {probe.user, *(who for content in users if (who := speaker_of(content)))}
+    answer = strip_speaker_tags(completion.text, speakers)
+    return fact.answer.casefold() in answer.casefold(), locate(prompt, fact.key)
 
 
 async def evaluate_strategy(
