@@ -118,6 +118,17 @@ class OpenAIChatModel:
     def base_url(self) -> str:
         return str(self._client.base_url)
 
+    async def listed_models(self) -> list[str] | None:
+        """The models the server lists (``GET /models``), or None when it lists none or
+        cannot: many local servers answer under any model name, so only their list shows a
+        misspelt one."""
+        try:
+            page = await self._client.with_options(timeout=10.0).models.list()
+        except openai.OpenAIError:
+            return None
+        listed = [model.id async for model in page]
+        return listed or None
+
     async def complete(
         self,
         messages: Sequence[dict[str, str]],

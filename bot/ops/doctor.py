@@ -29,6 +29,8 @@ class Check:
         return hide_credentials(f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}")
 
 
+_LISTED = 8
+"""Models named when the configured one is not among those the server lists."""
 _ENDPOINT_WIDE = frozenset({Failure.AUTH, Failure.UNAVAILABLE, Failure.TIMEOUT})
 """Failures of the endpoint (or its key) rather than of one model on it."""
 
@@ -53,6 +55,11 @@ async def _endpoint(name: str, model: OpenAIChatModel, where: str | None = None)
         failed = Check(False, what, f"{where}: {exc.failure.value} ({exc.detail})")
         return _Probe(failed, exc.failure)
     answered = f"{where} answered in {completion.seconds:.1f} s{keyless}"
+    listed = await model.listed_models()
+    if listed is not None and model.model not in listed:
+        shown = ", ".join(listed[:_LISTED]) + (", …" if len(listed) > _LISTED else "")
+        unlisted = f"{answered}, but the server lists only {shown}: check llm.{name}_model"
+        return _Probe(Check(False, what, unlisted), None)
     return _Probe(Check(True, what, answered), None)
 
 
@@ -125,7 +132,8 @@ async def _recall(app: App) -> Check:
     tokens = app.config.memory.recall_tokens
     if not tokens:
         return Check(True, "recall", "off (memory.recall_tokens: 0)")
-    detail = f"up to {tokens:,} tokens of earlier messages; keyword search (SQLite FTS5)"
+    index = "SQLite FTS5" if app.config.storage.postgres_url is None else "PostgreSQL terms index"
+    detail = f"up to {tokens:,} tokens of earlier messages; keyword search ({index})"
     embedder = app.engine.recaller.embedder
     if embedder is None:
         return Check(True, "recall", detail)

@@ -154,6 +154,23 @@ def test_doctor_checks_everything_and_reports_each_line(
     ) in checked.stdout.splitlines()
 
 
+def test_doctor_catches_a_misspelt_model_a_server_answers_under_any_name(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    """The local server answers whatever model is asked for (as llama.cpp's does), but its
+    ``/v1/models`` lists only what it serves."""
+    config = write_config(tmp_path, llm_thread.url, llm={"summary_model": "gpt-4o-mnii"})
+    result = bot("doctor", "--config", str(config))
+    assert result.returncode == 1, result.stdout
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("ok   chat endpoint: gpt-4o-mini at") for line in lines), lines
+    (summary,) = [line for line in lines if "summary endpoint" in line]
+    assert summary.startswith("FAIL summary endpoint: gpt-4o-mnii at the same endpoint as chat")
+    assert summary.endswith(
+        "but the server lists only gpt-4o-mini, gpt-4o, local-model: check llm.summary_model"
+    )
+
+
 def test_doctor_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,
