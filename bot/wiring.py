@@ -108,7 +108,9 @@ def build_engine(
         settings=SettingsSource.from_config(config),
         store=store,
         chat=chat,
-        summarizer=Summarizer(store=store, model=summary, tokenizer=tokenizer),
+        summarizer=Summarizer(
+            store=store, model=summary, tokenizer=tokenizer, calibrator=calibrator
+        ),
         tokenizer=tokenizer,
         calibrator=calibrator,
         observer=observer,

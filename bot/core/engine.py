@@ -300,6 +300,9 @@ class Engine:
                     raise
                 log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
                 budget = int(min(budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
+                if exc.context is not None:  # the server said how much fits
+                    room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
+                    budget = min(budget, self.calibrator.budget(self.chat.model, room))
                 continue
             return prompt, completion
         raise AssertionError("unreachable")

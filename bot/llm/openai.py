@@ -458,6 +458,13 @@ class OpenAIEmbedder:
         return [list(item.embedding) for item in data]
 
 
+_CONTEXT_WINDOW = re.compile(
+    r"(?:maximum context length is|context window of|context length of|n_ctx[ =:]+)\s*(\d+)",
+    re.IGNORECASE,
+)
+"""Where a context-length error states the model's window (OpenAI, llama.cpp, vLLM)."""
+
+
 def _classify(exc: openai.APIError, key: ApiKey | None = None) -> LLMError:
     if isinstance(exc, openai.APITimeoutError):
         return LLMError(Failure.TIMEOUT, "request timed out")
@@ -477,7 +484,13 @@ def _classify(exc: openai.APIError, key: ApiKey | None = None) -> LLMError:
         if code == "context_length_exceeded" or (
             status in (400, 413, 422) and _CONTEXT_PATTERNS.search(exc.message or "")
         ):
-            return LLMError(Failure.CONTEXT_LENGTH, f"HTTP {status}")
+            window = _CONTEXT_WINDOW.search(exc.message or "")
+            return LLMError(
+                Failure.CONTEXT_LENGTH,
+                f"HTTP {status}"
+                + (f"; the model's context is {window[1]} tokens" if window else ""),
+                context=int(window[1]) if window else None,
+            )
         if status >= 500:
             wait = retry_after(exc.response.headers)
             return LLMError(Failure.UNAVAILABLE, f"HTTP {status}", retry_after=wait)

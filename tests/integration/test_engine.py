@@ -205,6 +205,27 @@ async def test_context_length_error_shrinks_the_prompt_and_retries_once(
     assert contents(retried)[-1] == "[Ana] last"
 
 
+async def test_a_context_length_error_naming_the_window_sizes_the_retry_to_it(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    """A small local model (llama.cpp's server says its window in the error): the retry
+    fits that window, with room for the answer, at the first try."""
+    llm.context_window["local-model"] = 1600
+    config = make_config(
+        llm={"chat_model": "local-model", "summary_model": "gpt-4o-mini"},
+        memory={"strategy": "full", "max_context_tokens": 4000},
+    )
+    async with open_app(config) as app:
+        for i in range(60):
+            await app.engine.handle_message(said(f"turn {i} " + "x " * 20, addressed=False))
+        reply = await app.engine.handle_message(said("last"))
+        max_reply = app.engine.settings_for(GENERAL).max_reply_tokens
+    assert reply is not None and reply.text == "echo: [Ana] last"
+    overflowed, retried = chat_bodies(llm)[-2:]
+    assert count_prompt_tokens("local-model", overflowed["messages"]) + max_reply > 1600
+    assert count_prompt_tokens("local-model", retried["messages"]) + max_reply <= 1600
+
+
 async def test_local_model_budget_is_calibrated_from_reported_usage(
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
@@ -542,3 +563,32 @@ async def test_a_speaker_tag_the_model_copies_to_its_reply_is_not_posted_or_kept
     assert reply is not None and reply.text == "The budget is 4200."
     assert cited is not None and cited.text == "[1] See the release notes."  # names nobody
     assert contents(chat_bodies(llm)[-1])[-2] == "The budget is 4200."
+
+
+async def test_summaries_learn_a_small_summary_models_context_and_fold_in_smaller_calls(
+    make_config: ConfigFactory, llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 1,200-token summary model (as a small local one on llama.cpp): the first fold
+    overflows it; the bot learns its size from the error and folds in calls that fit."""
+    llm.context_window["local-model"] = 1200
+    config = make_config(
+        llm={"summary_model": "local-model"},
+        memory={"strategy": "summary", "max_context_tokens": 8000, "summary_rebuild_every": 0},
+    )
+    with caplog.at_level("WARNING", logger="bot.core.memory.summarizer"):
+        async with open_app(config) as app:
+            for i in range(60):
+                await app.engine.handle_message(
+                    said(f"status {i}: the migration of shard {i} is still running " * 2)
+                )
+            reply = await run_command(app.engine, command("summarize"))
+            summary = await app.store.latest_summary(conversation_key=GENERAL.key)
+    assert summary is not None, reply.text
+    sent = [b for b in llm.chat_requests if is_summary_request(b)]
+    fits = [
+        count_prompt_tokens("local-model", b["messages"]) + b["max_tokens"] <= 1200 for b in sent
+    ]
+    assert fits[0] is False and all(fits[1:]) and len(fits) >= 2  # one overflow, then it fits
+    assert summary.message_count > 0
+    told = [r.getMessage() for r in caplog.records if "overflowed" in r.getMessage()]
+    assert len(told) == 1 and "local-model" in told[0]

@@ -10,7 +10,7 @@ import pytest
 
 from bot.core.commands import run_command
 from bot.core.memory.importance import covered, score
-from bot.core.memory.summarizer import KEPT_HEADING
+from bot.core.memory.kept import KEPT_HEADING
 from bot.core.models import CommandCall, Conversation, IncomingMessage
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, is_summary_request, respond

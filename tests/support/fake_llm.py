@@ -31,6 +31,16 @@ FLOAT32S = struct.Struct("<16f")  # embedding dimension 16
 DEFAULT_MODELS = ("gpt-4o-mini", "gpt-4o", "local-model")
 
 
+def _too_long(window: int, prompt: int, completion: int) -> JSON:
+    """llama-cpp-python's answer to a request past the model's context."""
+    message = (
+        f"This model's maximum context length is {window} tokens. However, you requested "
+        f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion)."
+        " Please reduce the length of the messages or completion."
+    )
+    return _error(message, "invalid_request_error", "context_length_exceeded", "messages")
+
+
 def _error(message: str, type_: str, code: str | None, param: str | None = None) -> JSON:
     """An error body in OpenAI's shape."""
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
@@ -184,6 +194,9 @@ class FakeLLM:
         self.models = list(models)
         self.responder: Responder = echo
         self.prompt_token_factor: dict[str, float] = {}
+        self.context_window: dict[str, int] = {}
+        """Per model: a request whose prompt (as this server counts it) plus ``max_tokens``
+        exceeds this gets llama.cpp's HTTP 400 ``context_length_exceeded``."""
         self.embedder: Callable[[str], list[float]] = fake_embedding
         """What the embeddings endpoint answers for each input text."""
         self.embeddings_status = 200
@@ -334,6 +347,13 @@ class FakeLLM:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             error = _error("'messages' is a required property", "invalid_request_error", None)
             return web.json_response(error, status=400)
+        model = str(body.get("model", ""))
+        window = self.context_window.get(model)
+        if window is not None:
+            prompt = self._usage(model, body["messages"], Reply(text=""))["prompt_tokens"]
+            wanted = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+            if prompt + wanted > window:
+                return web.json_response(_too_long(window, prompt, wanted), status=400)
         item = self._next_item(body)
         reply = Reply(text=item) if isinstance(item, str) else item
         if reply.delay:
@@ -352,7 +372,6 @@ class FakeLLM:
             kind = "server_error" if reply.status >= 500 else "invalid_request_error"
             error = reply.error or _error(f"fake error {reply.status}", kind, None)
             return web.json_response(error, status=reply.status, headers=reply.headers)
-        model = str(body.get("model", ""))
         usage = self._usage(model, body["messages"], reply)
         cid, finish = f"chatcmpl-fake{next(self._ids)}", reply.finish_reason
         base = {"id": cid, "created": int(time.time()), "model": model}

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.config import Strategy
-from bot.core.memory.importance import covered, key_terms
+from bot.core.memory.calibration import Calibrator
+from bot.core.memory.kept import keep_verbatim, transcript_line
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 from bot.core.models import (
     Conversation,
@@ -39,12 +39,10 @@ from bot.core.models import (
     Summary,
     clean_name,
     indent_headings,
-    quote_lines,
 )
-from bot.core.ports.llm import ChatModel
+from bot.core.ports.llm import ChatModel, Failure, LLMError
 from bot.core.ports.store import NewSummary, Store
 from bot.core.settings import Settings
-from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +71,6 @@ nothing new.
 
 Write in the language the conversation mostly uses. Do not invent anything. Do not answer \
 questions from the chat; only summarize."""
-KEPT_HEADING = "Kept verbatim:"
-_HEADINGS = ("facts:", "narrative:")
-_SHORTEST_CUT = 12
-"""Tokens below which a line of the model's summary that does not fit is left out rather
-than cut short."""
 _PROFILE_LINE = re.compile(r"^[-*]?\s*PROFILE\s+(?P<name>[^:]+?)\s*:\s*(?P<fact>\S.*?)\s*$")
 _PROFILE_START = re.compile(r"^[-*]?\s*PROFILE\b")
 _MAX_FACT_CHARS = 300
@@ -85,9 +78,13 @@ _MAX_FACTS_PER_PERSON = 5
 """Inferred facts taken per person from one compaction."""
 
 _FETCH = 1000
+_CONTEXT_RETRIES = 3
+"""Smaller tries after the summary model's context overflowed, within one compaction."""
+_SMALLEST_INPUT = 128
+"""Below this many tokens of input a call is not worth making: the model's context cannot
+hold a summary at all."""
 SUMMARY_SHARE = 0.25
 """A summary may take at most this share of the prompt budget."""
-_TRUNCATE_NOTE = "… [truncated for the summary]"
 _PREVIOUS = "Previous summary:"
 _NEW = "New messages:"
 _IMPORTANT = "Important messages (keep their facts exactly):"
@@ -142,21 +139,6 @@ def split_profiles(text: str) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(kept).strip(), proposals
 
 
-def _kept_lines(summary: str) -> list[str]:
-    """The lines of a summary's "Kept verbatim:" part."""
-    _, found, tail = summary.partition(KEPT_HEADING)
-    return [line for line in tail.splitlines() if line.startswith("- ")] if found else []
-
-
-def _line(row: StoredMessage, input_limit: int) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.created_at))
-    who = clean_name(row.author_name) if row.role is Role.USER else "assistant (you)"
-    text = row.content
-    if row.tokens > input_limit:
-        text = text[: input_limit * 2] + _TRUNCATE_NOTE
-    return f"[{when}] {who}: {quote_lines(text)}"
-
-
 def _group_turns(rows: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
     turns: dict[int, list[StoredMessage]] = {}
     for row in rows:
@@ -168,6 +150,11 @@ def _cost(rows: Sequence[StoredMessage]) -> int:
     return sum(row.tokens + MESSAGE_OVERHEAD for row in rows)
 
 
+def _input_cost(rows: Sequence[StoredMessage]) -> int:
+    """What rows take of a summary call's input: important ones are listed twice."""
+    return sum((row.tokens + MESSAGE_OVERHEAD) * (2 if row.important else 1) for row in rows)
+
+
 class Summarizer:
     def __init__(
         self,
@@ -175,10 +162,14 @@ class Summarizer:
         store: Store,
         model: ChatModel,
         tokenizer: ChatTokenizer,
+        calibrator: Calibrator | None = None,
     ) -> None:
         self._store = store
         self._model = model
         self._tokenizer = tokenizer
+        self._calibrator = calibrator
+        self._context: int | None = None
+        """The summary model's context window in the server's tokens, once an error said."""
 
     @property
     def model(self) -> str:
@@ -202,23 +193,41 @@ class Summarizer:
         key = conversation.key
         generation = await self._store.generation(conversation_key=key)
         previous = await self._store.latest_summary(conversation_key=key)
-        fold = await self._select(key, previous, settings, budget, before_turn)
-        if fold is None:
-            return None
         options = settings.summary
         summary_tokens = min(options.max_tokens, max(64, int(budget * SUMMARY_SHARE)))
-        limits = _Limits(summary_tokens, options.max_input_tokens)
         compactions = (previous.compactions if previous else 0) + 1
         every = options.rebuild_every
         rebuild = previous is not None and every > 0 and compactions % every == 0
-        if rebuild:
-            written, folded_count, first_id = await self._rebuild(key, fold.through_turn, limits)
-        else:
-            written = await self._summarize(
-                key, previous.content if previous else None, fold.rows, limits
-            )
-            folded_count = (previous.message_count if previous else 0) + len(fold.rows)
-            first_id = previous.first_message_id if previous else fold.rows[0].id
+        limits = _Limits(summary_tokens, self._input_cap(options.max_input_tokens, summary_tokens))
+        for attempt in range(_CONTEXT_RETRIES + 1):
+            fold = await self._select(key, previous, settings, budget, before_turn, limits)
+            if fold is None:
+                return None
+            try:
+                if rebuild:
+                    written, folded_count, first_id = await self._rebuild(
+                        key, fold.through_turn, limits
+                    )
+                else:
+                    written = await self._summarize(
+                        key, previous.content if previous else None, fold.rows, limits
+                    )
+                    folded_count = (previous.message_count if previous else 0) + len(fold.rows)
+                    first_id = previous.first_message_id if previous else fold.rows[0].id
+                break
+            except LLMError as exc:
+                smaller = self._smaller(exc, limits) if attempt < _CONTEXT_RETRIES else None
+                if smaller is None:
+                    raise
+                log.warning(
+                    "%s's summary overflowed %s's context; folding at most %d tokens a call",
+                    key,
+                    self.model,
+                    smaller.input_tokens,
+                )
+                limits = smaller
+        else:  # pragma: no cover - the last attempt either breaks or raises
+            raise AssertionError("unreachable")
         last_id = max(row.id for row in fold.rows)
         if previous is not None:
             last_id = max(last_id, previous.last_message_id)
@@ -244,6 +253,33 @@ class Summarizer:
         elif written.proposals:
             await self._store_proposals(conversation, written.proposals, fold.rows)
         return saved
+
+    def _input_cap(self, configured: int, summary_tokens: int) -> int:
+        """The most tokens of messages (in the bot's count) one summary call reads: the
+        configured cap, scaled by what the server counts against the bot, and within the
+        model's context once known, beside the instructions, a previous summary and the
+        answer."""
+        if self._calibrator is None:
+            return configured
+        cap = self._calibrator.budget(self.model, configured)
+        if self._context is not None:
+            fixed = self._tokenizer.count(SUMMARY_INSTRUCTIONS) + 2 * summary_tokens + 64
+            room = self._calibrator.budget(self.model, self._context) - fixed
+            cap = min(cap, room)
+        return max(cap, _SMALLEST_INPUT)
+
+    def _smaller(self, exc: LLMError, limits: _Limits) -> _Limits | None:
+        """Limits for another try after the model's context overflowed (learning its size
+        when the error says it), or None when there is no smaller try to make."""
+        if exc.failure is not Failure.CONTEXT_LENGTH:
+            return None
+        if exc.context is not None:
+            self._context = exc.context
+        learned = self._input_cap(limits.input_tokens, limits.summary)
+        smaller = learned if learned < limits.input_tokens else limits.input_tokens // 2
+        if smaller < _SMALLEST_INPUT:
+            return None
+        return _Limits(limits.summary, smaller)
 
     async def _store_proposals(
         self,
@@ -280,6 +316,7 @@ class Summarizer:
         settings: Settings,
         budget: int,
         before_turn: int | None,
+        limits: _Limits,
     ) -> _Fold | None:
         after = previous.covers_through_turn if previous else 0
         rows = await self._store.messages_after_turn(
@@ -305,11 +342,11 @@ class Summarizer:
                 remaining -= _cost(turn)
             foldable = chosen
         # One call's worth of input at most; the rest is folded on the next compaction.
-        limit = settings.summary.max_input_tokens
+        limit = limits.input_tokens
         selected: list[list[StoredMessage]] = []
         used = 0
         for turn in foldable:
-            cost = min(_cost(turn), limit)
+            cost = min(_input_cost(turn), limit)
             if selected and used + cost > limit:
                 break
             selected.append(turn)
@@ -335,7 +372,7 @@ class Summarizer:
             )
             for row in rows:
                 first_id = first_id or row.id
-                cost = min(row.tokens + MESSAGE_OVERHEAD, input_limit)
+                cost = min(_input_cost([row]), input_limit)
                 if chunk and used + cost > input_limit:
                     written = await self._summarize(key, content, chunk, limits)
                     content = written.content
@@ -362,19 +399,25 @@ class Summarizer:
     ) -> _Written:
         """One call to the summary model; its answer may take at most ``limits.summary``."""
         summary_tokens, input_limit = limits.summary, limits.input_tokens
-        lines = [_line(row, input_limit) for row in rows]
+        lines = [transcript_line(row, input_limit) for row in rows]
         important = [row for row in rows if row.important]
         shown = indent_headings(previous, _SECTIONS) if previous else "(none)"
         parts = [f"{_PREVIOUS}\n{shown}" if previous else f"{_PREVIOUS} {shown}"]
         parts.append(f"{_NEW}\n" + "\n".join(lines))
         if important:
-            listed = "\n".join(_line(row, input_limit) for row in important)
+            listed = "\n".join(transcript_line(row, input_limit) for row in important)
             parts.append(f"{_IMPORTANT}\n{listed}")
         messages = [
             {"role": "system", "content": SUMMARY_INSTRUCTIONS},
             {"role": "user", "content": "\n\n".join(parts)},
         ]
         completion = await self._model.complete(messages, max_tokens=summary_tokens)
+        if self._calibrator is not None:
+            await self._calibrator.observe(
+                self.model,
+                estimated=self._tokenizer.count_messages(messages),
+                reported=completion.prompt_tokens,
+            )
         await self._store.record_usage(
             conversation_key=key,
             model=completion.model,
@@ -383,91 +426,10 @@ class Summarizer:
             completion_tokens=completion.completion_tokens or 0,
         )
         text, named = split_profiles(completion.text)
-        text = self._keep_verbatim(text, previous, important, limits)
+        text = keep_verbatim(
+            text, previous, important, limits.summary, limits.input_tokens, self._tokenizer
+        )
         return _Written(text, _authors(named, rows))
-
-    def _keep_verbatim(
-        self,
-        text: str,
-        previous: str | None,
-        important: Sequence[StoredMessage],
-        limits: _Limits,
-    ) -> str:
-        """The summary within its cap, with what it lost of the important messages (and of
-        what earlier summaries kept verbatim) appended under :data:`KEPT_HEADING`. Those lines
-        are what was said, the model's text a paraphrase: they go first, and the model's text
-        is cut to make room (its narrative first), down to a quarter of the cap."""
-        limit = limits.summary
-        missing = [line for line in _kept_lines(previous or "") if not covered(_said(line), text)]
-        for row in important:
-            if not covered(row.content, text):
-                missing.append("- " + _line(row, limits.input_tokens))
-        own = self._tokenizer.count(text)
-        room = limit - min(own, limit // 4)  # what the kept lines may take
-        kept: list[str] = []
-        left_out = 0
-        for line in dict.fromkeys(missing):
-            if line in text:
-                continue
-            for candidate in (line, _condensed(line)):
-                block = "\n".join([KEPT_HEADING, *kept, candidate])
-                if self._tokenizer.count(block) <= room:
-                    kept.append(candidate)
-                    break
-            else:
-                left_out += 1
-        if left_out:
-            # One line per summary, however many, and not a warning: a channel full of numbers
-            # and dates routinely has more "important" messages than a summary holds verbatim.
-            log.info(
-                "%s did not fit verbatim in the summary's cap; they stay stored, and recall"
-                " can still find them",
-                counted(left_out, "important message"),
-            )
-        if not kept:
-            return self._cut(text, limit)
-        block = "\n".join([KEPT_HEADING, *kept])
-        room = limit - self._tokenizer.count(block) - self._tokenizer.count("\n\n")
-        return f"{self._cut(text, room)}\n\n{block}".strip()
-
-    def _cut(self, text: str, room: int) -> str:
-        """The model's summary within ``room`` tokens: its narrative's last lines go first,
-        then its last facts; a single line too long is cut short."""
-        if self._tokenizer.count(text) <= room:
-            return text
-        lines = text.splitlines()
-        heads = [i for i, line in enumerate(lines) if line.strip().casefold() in _HEADINGS]
-        start = next((i for i in heads if lines[i].strip().casefold() == "narrative:"), None)
-        end = next((i for i in heads if start is not None and i > start), len(lines))
-        story = range(end - 1, start - 1, -1) if start is not None else range(0)
-        # The narrative goes first, from its end; then the rest, from the end.
-        order = [*story, *(i for i in range(len(lines) - 1, -1, -1) if i not in story)]
-        dropped: set[int] = set()
-        for index in order:
-            dropped.add(index)
-            left = [(i, line) for i, line in enumerate(lines) if i not in dropped]
-            kept = "\n".join(line for _, line in left).strip()
-            spare = room - self._tokenizer.count(kept) - 1  # the line break
-            if spare < 0:
-                continue
-            if spare >= _SHORTEST_CUT and lines[index].strip().casefold() not in _HEADINGS:
-                # The line that did not fit, cut short, in its place.
-                cut = self._tokenizer.truncate(lines[index], spare - 1).rstrip() + "…"
-                left = sorted([*left, (index, cut)])
-                kept = "\n".join(line for _, line in left).strip()
-            return kept
-        return ""
-
-
-def _said(line: str) -> str:
-    """What was said, from a kept line ``- [when] who: text``."""
-    return line.partition("] ")[2].partition(": ")[2] or line
-
-
-def _condensed(line: str) -> str:
-    """A kept line reduced to its speaker and key terms, when the whole does not fit."""
-    text = _said(line)
-    return f"{line[: len(line) - len(text)]}{'; '.join(key_terms(text))}"
 
 
 def _authors(

@@ -71,6 +71,7 @@ class LLMError(Exception):
         *,
         retry_after: float | None = None,
         key: ApiKey | None = None,
+        context: int | None = None,
     ) -> None:
         super().__init__(f"{failure.value}: {detail}")
         self.failure = failure
@@ -78,6 +79,9 @@ class LLMError(Exception):
         self.retry_after = retry_after
         """Seconds the endpoint asked to wait (Retry-After), when it said."""
         self.key = key
+        self.context = context
+        """The model's context window in the server's tokens, when a context-length error
+        said it."""
         """An authentication failure's key, so the message can name its variable."""
 
     @property
