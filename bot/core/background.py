@@ -2,7 +2,8 @@
 
 Summaries run one per conversation at a time, after the reply that found the prompt too full;
 a failed one is retried after ``summary.retry_seconds``. Stored messages are embedded for
-recall by meaning as they come (and those stored before embeddings were on, on request). At
+recall by meaning as they come, in batches from one queue (and those stored before embeddings
+were on, on request). At
 shutdown the tasks still running get a grace period, then are cancelled.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 
 from bot.core.leases import Leases
@@ -26,6 +28,9 @@ from bot.core.settings import Settings
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
+
+EMBEDDING_BATCH = 64
+"""Messages embedded per request in the background."""
 
 
 class SummaryBusy(Exception):
@@ -63,6 +68,9 @@ class Background:
         self._summary_tasks: dict[str, asyncio.Task[None]] = {}
         self._summary_retry_at: dict[str, float] = {}
         self._embedding: set[asyncio.Task[None]] = set()
+        self._to_embed: deque[StoredMessage] = deque()
+        self._embedder: asyncio.Task[None] | None = None
+        recaller.defer = self._queue_embedding
 
     def summarizing(self, conversation: Conversation) -> bool:
         """Whether a background summary of the conversation is running."""
@@ -132,17 +140,34 @@ class Background:
 
     def embed(self, stored: StoredMessage, settings: Settings) -> None:
         """Embed a stored message in the background, when recall by meaning is on."""
-        if not self._recaller.uses_vectors(settings.recall):
-            return
-        task = asyncio.create_task(self._embed_now(stored), name=f"embed {stored.id}")
-        self._embedding.add(task)
-        task.add_done_callback(self._embedding.discard)
+        if self._recaller.uses_vectors(settings.recall):
+            self._queue_embedding(stored)
 
-    async def _embed_now(self, stored: StoredMessage) -> None:
-        try:
-            await self._recaller.embed_message(stored)
-        except Exception:
-            log.exception("embedding message %d failed", stored.id)
+    def _queue_embedding(self, stored: StoredMessage) -> None:
+        """Messages wait in one queue, embedded :data:`EMBEDDING_BATCH` a request, one request
+        at a time: a busy channel (or a catch-up) never floods the embeddings server, so a
+        question's own embedding waits for one request at most."""
+        self._to_embed.append(stored)
+        if self._embedder is None or self._embedder.done():
+            task = asyncio.create_task(self._embed_queued(), name="embed messages")
+            self._embedder = task
+            self._embedding.add(task)
+            task.add_done_callback(self._embedding.discard)
+
+    async def _embed_queued(self) -> None:
+        while self._to_embed:
+            batch = [
+                self._to_embed.popleft() for _ in range(min(EMBEDDING_BATCH, len(self._to_embed)))
+            ]
+            try:
+                await self._recaller.embed_messages(batch)
+            except Exception:
+                log.exception("embedding %s failed", counted(len(batch), "message"))
+
+    @property
+    def embedding_backlog(self) -> int:
+        """Messages waiting to be embedded."""
+        return len(self._to_embed)
 
     def backfill_embeddings(self, *, before_id: int) -> None:
         """Embed the messages stored before ``before_id`` without a vector, in the

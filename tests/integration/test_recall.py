@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from bot.store.sqlite.store import SqliteStore
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, Storage, is_summary_request
 from tests.support import old_schemas
-from tests.support.fake_llm import FakeLLM, count_prompt_tokens, fake_embedding
+from tests.support.fake_llm import FakeLLM, Reply, count_prompt_tokens, fake_embedding
 from tests.support.stores import StoreKind
 
 pytestmark = pytest.mark.stores("sqlite", "postgres")
@@ -516,7 +517,7 @@ async def test_a_failing_embeddings_endpoint_leaves_keyword_recall_working(
             await app.engine.drain()
     assert reply is not None and reply.text.startswith("echo:")
     assert "tangerine-42" in recall_block(last_prompt(llm))
-    assert "embedding message" in caplog.text and "keyword recall only" in caplog.text
+    assert "message failed" in caplog.text and "keyword recall only" in caplog.text
 
 
 def test_embeddings_need_a_model(tmp_path: Path) -> None:
@@ -611,3 +612,32 @@ def test_no_user_text_makes_an_invalid_search(query: str) -> None:
         rows = found.fetchall()  # no syntax error, whatever the text
         if query.isascii() or any("\u4e00" <= c <= "\u9fff" for c in query):
             assert rows == [(1,)], "a message holding the very words was not found"
+
+
+@pytest.mark.stores("sqlite", reason="a timing test: one store is enough to time the queue")
+async def test_a_question_is_answered_at_once_while_thousands_of_messages_wait_to_be_embedded(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    """The embeddings server computes one request at a time (as a small local model does),
+    50 ms a request and 2 ms a text. 3,000 messages arrive (a busy channel, or a catch-up);
+    a question asked then is answered within a second of its model's reply."""
+    llm.embedding_seconds = (0.05, 0.002)
+    config = make_config(
+        memory={**SMALL, "recall_embeddings": True}, llm={"embedding_model": "embed-small"}
+    )
+    async with open_app(config) as app:
+        await app.engine.handle_message(said("the guest wifi password is tangerine-42"))
+        for i in range(3000):
+            await app.engine.handle_message(said(f"chatter {i} about lunch", who="Bo"))
+        llm.script(Reply("noted", delay=0.3))
+        started = time.monotonic()
+        reply = await app.engine.handle_message(said("wifi password?", addressed=True))
+        took = time.monotonic() - started
+        waiting = app.engine.background.embedding_backlog
+        await app.engine.aclose(grace=0)
+    assert reply is not None and reply.text == "noted"
+    assert took - 0.3 < 1.0, f"{took:.2f} s, the model's reply taking 0.3 s"
+    assert waiting > 1000  # thousands still waited to be embedded
+    assert "tangerine-42" in recall_block(last_prompt(llm))  # found by its keywords
+    requests = [r for r in llm.requests if r.path.endswith("/embeddings")]
+    assert len(requests) < 3000 / 32  # batched, not one request a message

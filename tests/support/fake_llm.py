@@ -200,6 +200,10 @@ class FakeLLM:
         self.embedder: Callable[[str], list[float]] = fake_embedding
         """What the embeddings endpoint answers for each input text."""
         self.embeddings_status = 200
+        self.embedding_seconds: tuple[float, float] = (0.0, 0.0)
+        """Seconds per embeddings request and per text in it, spent one request at a time
+        (a server computing on its own CPU, as a small local model does)."""
+        self._embedding_lock: asyncio.Lock | None = None
         """Anything but 200: the embeddings endpoint fails with that status."""
         self.api_key: str | None = None
         """Set: every request without ``Authorization: Bearer <api_key>`` gets OpenAI's 401."""
@@ -459,6 +463,11 @@ class FakeLLM:
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         model = str(body.get("model", ""))
+        per_request, per_text = self.embedding_seconds
+        if per_request or per_text:
+            self._embedding_lock = self._embedding_lock or asyncio.Lock()
+            async with self._embedding_lock:
+                await asyncio.sleep(per_request + per_text * len(texts))
         data = []
         for index, text in enumerate(texts):
             vector: list[float] | str = self.embedder(text)

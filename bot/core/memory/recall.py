@@ -18,6 +18,7 @@ text is already in a pin. The vector search is brute force (:mod:`.vectors`) ove
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from bot.core.ports.llm import Embedder, LLMError
 from bot.core.ports.store import Store
 from bot.core.progress import logged
 from bot.core.settings import RecallSettings
+from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ conversation's messages hold ("the", "是什") is no match."""
 _HITS = 24  # candidates read from each search
 _ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
 _RRF_K = 60
+QUERY_EMBEDDING_SECONDS = 0.5
+"""How long an answer waits for its question's embedding before recalling by keywords only."""
 
 
 def render_line(message: StoredMessage) -> str:
@@ -86,6 +90,8 @@ class Recaller:
         self._store = store
         self._count = count
         self.embedder = embedder
+        self.defer: Callable[[StoredMessage], None] = lambda message: None
+        """Embed a message later, in the background (set by whoever runs that)."""
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
         # What a message's line takes beyond its stored count (date, author, newline): the
         # same for every line, as the date has a fixed width.
@@ -214,7 +220,14 @@ class Recaller:
         stored = await self._store.vector(message_id=query.id, model=model)
         if stored is None:
             try:
-                stored = vector_bytes((await self.embedder.embed([query.content]))[0])
+                async with asyncio.timeout(QUERY_EMBEDDING_SECONDS):
+                    stored = vector_bytes((await self.embedder.embed([query.content]))[0])
+            except TimeoutError:
+                # The embeddings server is busy (a backlog of messages to embed): the answer
+                # does not wait; this one is embedded with the rest.
+                log.info("recall by meaning skipped for message %d: embeddings busy", query.id)
+                self.defer(query)
+                return []
             except LLMError as exc:
                 log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
                 return []
@@ -262,18 +275,27 @@ class Recaller:
             log.info("embedded %d stored messages for recall by meaning", embedded)
         return embedded
 
-    async def embed_message(self, message: StoredMessage) -> None:
-        """Store the message's vector (called in the background; failures are logged)."""
-        if self.embedder is None or not message.content.strip():
+    async def embed_messages(self, messages: Sequence[StoredMessage]) -> None:
+        """Store the messages' vectors, in one request (called in the background; a failure
+        is logged, and those messages are embedded at the next start)."""
+        if self.embedder is None:
+            return
+        wanted = [message for message in messages if message.content.strip()]
+        if not wanted:
             return
         try:
-            vector = (await self.embedder.embed([message.content]))[0]
+            vectors = await self.embedder.embed([message.content for message in wanted])
         except LLMError as exc:
-            log.warning("embedding message %d failed (%s); keyword recall only", message.id, exc)
+            log.warning(
+                "embedding %s failed (%s); keyword recall only for them until the next start",
+                counted(len(wanted), "message"),
+                exc,
+            )
             return
-        await self._store.save_vector(
-            message_id=message.id,
-            content=message.content,
-            model=self.embedder.model,
-            vector=vector_bytes(vector),
-        )
+        for message, vector in zip(wanted, vectors, strict=True):
+            await self._store.save_vector(
+                message_id=message.id,
+                content=message.content,
+                model=self.embedder.model,
+                vector=vector_bytes(vector),
+            )
