@@ -164,7 +164,7 @@ PLANS = (
             """
             zh_bp@A=baba zh_tiles@A=mama zh_school@A=linyue zh_wifi@A=linhao zh_grandma
             zh_train@A=linhao,B=baba zh_fish@A=baba zh_gift@A=linyue,B=linhao,C=baba
-            zh_newyear@A=mama zh_dog@A=linyue zh_allergy@A=linhao zh_job@A=linhao zh_car@A=baba
+            zh_dinner@A=mama zh_dog@A=linyue zh_allergy@A=linhao zh_job@A=linhao zh_car@A=baba
             zh_license@A=linyue zh_birthday@A=mama zh_rent@A=linhao zh_baby@A=linyue
             zh_hobby@A=mama zh_ankle@A=linhao zh_cat@A=linhao zh_keys@A=linyue
             zh_doctor@A=linyue zh_owe@A=linyue,B=linhao zh_food@A=linyue zh_nocilantro@A=linhao

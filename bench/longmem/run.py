@@ -142,6 +142,8 @@ async def run_all(args: argparse.Namespace, dataset: longmem_data.Dataset) -> li
     await model.start()
     try:
         for label, memory in configurations(args).items():
+            if args.summary == "forgetful":
+                label += " (forgetful summary)"
             with tempfile.TemporaryDirectory(prefix="longmem-") as folder:
                 replayed = await replay(
                     dataset,

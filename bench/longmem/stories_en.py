@@ -736,7 +736,7 @@ _add(
         "holiday",
         [
             """
-            A*old: booked it! {dest[0]} in june, a whole week of doing nothing | holiday booked: a week in {dest[0]}
+            A*old: booked it! a whole week in {dest[0]} doing nothing | holiday booked: a week in {dest[0]}
             B: jealous
             """,
             """
@@ -748,7 +748,7 @@ _add(
         [
             ask(
                 "changed",
-                "Where is {A} going on holiday in june? | What's {A}'s summer holiday destination?",
+                "Where is {A} going on holiday? | What's {A}'s holiday destination?",
                 "{dest[1]}",
                 "new",
                 "old",
@@ -896,7 +896,7 @@ _add(
         [
             """
             B: has {kid} got a school place yet? | any news on schools?
-            A*school: yes!! {school}, first choice, starts in september | we got {school}! walking distance, huge relief
+            A*school: yes!! {school}, first choice | we got {school}! walking distance, huge relief
             C: brilliant news
             """,
         ],
