@@ -49,15 +49,15 @@ class MemoryConfig(Section):
     strategy: Strategy = Strategy.HYBRID
     max_context_tokens: int = Field(default=8000, ge=256)
     summary_threshold: float = Field(default=0.8, gt=0, le=1)
-    summary_target: float = Field(default=0.5, gt=0, lt=1)
+    summary_target: float = Field(default=0.35, gt=0, lt=1)
     window_turns: int = Field(default=20, ge=1)
     keep_recent_turns: int = Field(default=2, ge=1)
     summary_rebuild_every: int = Field(default=5, ge=0)
     summary_max_input_tokens: int = Field(default=12000, ge=1000)
     summary_retry_seconds: float = Field(default=60.0, ge=0)
-    recall_tokens: int = Field(default=1000, ge=0)
+    recall_tokens: int = Field(default=2000, ge=0)
     """The most tokens of earlier messages found by search per prompt (0: no recall)."""
-    recall_messages: int = Field(default=8, ge=1, le=50)
+    recall_messages: int = Field(default=32, ge=1, le=50)
     recall_embeddings: bool = False
     recall_vector_limit: int = Field(default=2000, ge=1, le=100_000)
     recall_min_similarity: float = Field(default=0.3, ge=-1, le=1)
@@ -65,12 +65,12 @@ class MemoryConfig(Section):
     @model_validator(mode="before")
     @classmethod
     def _recall_default_fits_the_budget(cls, data: Any) -> Any:
-        """Unset, recall_tokens is 1,000 or an eighth of a smaller budget, so a small budget
-        never needs recall_tokens spelled out."""
+        """Unset, recall_tokens is a quarter of the budget (2,000 of 8,000), so no budget
+        needs recall_tokens spelled out."""
         if isinstance(data, dict) and "recall_tokens" not in data:
             budget = data.get("max_context_tokens", 8000)
             if isinstance(budget, int) and not isinstance(budget, bool):
-                return {**data, "recall_tokens": min(1000, max(budget, 0) // 8)}
+                return {**data, "recall_tokens": max(budget, 0) // 4}
         return data
 
     profile_tokens: int = Field(default=300, ge=0)

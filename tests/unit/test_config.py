@@ -36,7 +36,7 @@ def test_environment_supplies_secrets_and_overrides_the_base_url(tmp_path: Path)
     assert "sk-test" not in repr(config)
 
 
-@pytest.mark.parametrize(("memory", "recall"), [("{}", 1000), ("{max_context_tokens: 1500}", 187)])
+@pytest.mark.parametrize(("memory", "recall"), [("{}", 2000), ("{max_context_tokens: 1500}", 375)])
 def test_recall_by_default_takes_a_share_any_budget_has_room_for(
     tmp_path: Path, memory: str, recall: int
 ) -> None:

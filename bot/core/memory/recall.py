@@ -50,7 +50,7 @@ the commonest, which weigh least in bm25."""
 MIN_KEYWORD_SCORE = 0.5
 """The least score of a keyword match: matching only words that a good share of the
 conversation's messages hold ("the", "是什") is no match."""
-_HITS = 24  # candidates read from each search
+_HITS = 96  # candidates read from each search
 _ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
 _RRF_K = 60
 QUERY_EMBEDDING_SECONDS = 0.5
