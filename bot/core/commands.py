@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from bot.core.background import SummaryBusy
 from bot.core.engine import Engine
+from bot.core.memory.digest import USAGE as DIGEST_USAGE
+from bot.core.memory.digest import parse_span, span_messages
 from bot.core.models import (
     CommandCall,
     Conversation,
@@ -208,6 +210,8 @@ async def forget(engine: Engine, call: CommandCall) -> Reply:
 
 
 async def summarize(engine: Engine, call: CommandCall) -> Reply:
+    if call.argument.strip():
+        return await _digest(engine, call)
     settings = engine.settings_for(call.conversation)
     if not settings.uses_summary:
         return _error(
@@ -239,6 +243,26 @@ async def summarize(engine: Engine, call: CommandCall) -> Reply:
         f"Summary {kind}; it now covers {counted(summary.message_count, 'message')} "
         f"({counted(summary.tokens, 'token')}):\n{summary.content}"
     )
+
+
+async def _digest(engine: Engine, call: CommandCall) -> Reply:
+    """``/summarize since WHEN`` / ``last N``: a digest posted, the rolling summary left."""
+    span = parse_span(call.argument, engine.clock())
+    if span is None:
+        return _error(DIGEST_USAGE)
+    messages = await span_messages(engine.store, call.conversation.key, span)
+    if not messages:
+        return _info(f"Nothing was said here {span.describe()}.", ephemeral=True)
+    settings = engine.settings_for(call.conversation)
+    try:
+        text, read = await engine.summarizer.digest(call.conversation, messages, settings=settings)
+    except LLMError as exc:
+        return _error(f"The summary model failed ({exc.failure}). {exc.user_message}")
+    read_out = f"{counted(len(messages), 'message')}" if span.last is None else ""
+    if read < len(messages):  # more than one call of the summary model reads
+        read_out = f"the last {read:,} of {counted(len(messages), 'message')}"
+    shown = f" ({read_out})" if read_out else ""
+    return _info(f"Digest {span.describe()}{shown}:\n{text}")
 
 
 def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
@@ -294,7 +318,8 @@ async def format_stats(
         f"summarized: {summarized:,}"
     )
     usage = list(await engine.store.usage(conversation_key=conversation.key))
-    usage_lines = [line for p in ("chat", "summary") if (line := _usage_line(usage, p))]
+    purposes = ("chat", "summary", "digest")
+    usage_lines = [line for p in purposes if (line := _usage_line(usage, p))]
     lines.append("Lifetime usage reported by the API:" if usage_lines else "No API usage yet.")
     lines.extend(usage_lines)
     lines.append(f"Chat model: {engine.tokenizer.describe()}")
@@ -356,7 +381,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
         forget,
         ephemeral=True,
     ),
-    CommandSpec("summarize", "/summarize", "fold older messages into the summary now", summarize),
+    CommandSpec(
+        "summarize",
+        "/summarize [since WHEN | last N]",
+        "fold older messages into the summary now; or a digest of what was said since WHEN",
+        summarize,
+    ),
     CommandSpec(
         "stats", "/stats", "tokens in the prompt against the budget", stats, ephemeral=True
     ),

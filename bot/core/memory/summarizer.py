@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from bot.config import Strategy
 from bot.core.memory.calibration import Calibrator
+from bot.core.memory.digest import write_digest
 from bot.core.memory.kept import keep_verbatim, transcript_line
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 from bot.core.models import (
@@ -253,6 +254,28 @@ class Summarizer:
         elif written.proposals:
             await self._store_proposals(conversation, written.proposals, fold.rows)
         return saved
+
+    async def digest(
+        self, conversation: Conversation, messages: list[StoredMessage], *, settings: Settings
+    ) -> tuple[str, int]:
+        """A digest of ``messages`` for someone catching up (``/summarize since``), kept
+        nowhere; with how many of the newest it read (those that fit one call)."""
+        options = settings.summary
+        text, read, prompt_tokens, completion_tokens = await write_digest(
+            messages,
+            model=self._model,
+            tokenizer=self._tokenizer,
+            input_limit=self._input_cap(options.max_input_tokens, options.max_tokens),
+            max_tokens=options.max_tokens,
+        )
+        await self._store.record_usage(
+            conversation_key=conversation.key,
+            model=self.model,
+            purpose="digest",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+        return text, read
 
     def _input_cap(self, configured: int, summary_tokens: int) -> int:
         """The most tokens of messages (in the bot's count) one summary call reads: the
