@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from bot.core.background import SummaryBusy
 from bot.core.engine import Engine
@@ -19,6 +20,7 @@ from bot.core.models import (
     ProfileFact,
     Reply,
     ReplyKind,
+    Role,
 )
 from bot.core.ports.llm import LLMError, clean_text
 from bot.core.ports.store import StorageError, UsageTotals
@@ -265,6 +267,32 @@ async def _digest(engine: Engine, call: CommandCall) -> Reply:
     return _info(f"Digest {span.describe()}{shown}:\n{text}")
 
 
+SEARCH_SHOWN = 5
+"""How many matches /search shows."""
+
+
+async def search(engine: Engine, call: CommandCall) -> Reply:
+    """``/search TEXT``: what the bot can find of this conversation, for the caller only."""
+    text = clean_text(call.argument).strip()
+    if not text:
+        return _error(
+            "Usage: /search TEXT — the messages of this conversation the bot finds for it."
+        )
+    if not engine.settings_for(call.conversation).recall.enabled:
+        return _error("Search is off here: memory.recall_tokens is 0, so nothing is indexed.")
+    found = (await engine.search(call.conversation, text))[:SEARCH_SHOWN]
+    if not found:
+        return _info(f"Nothing in this conversation matches “{text}”.", ephemeral=True)
+    lines = [f"Best matches for “{text}” in this conversation:"]
+    for message in found:
+        when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+        who = "the bot" if message.role is Role.ASSISTANT else message.author_name
+        said = message.content if len(message.content) <= 300 else message.content[:300] + "…"
+        link = call.link_to(message.message_id) if call.link_to and message.message_id else None
+        lines.append(f"• {when} UTC, {who}: {said}" + (f" ({link})" if link else ""))
+    return _info("\n".join(lines), ephemeral=True)
+
+
 def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
     chosen = [row for row in rows if row.purpose == purpose]
     if not chosen:
@@ -383,9 +411,16 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "summarize",
-        "/summarize [since WHEN | last N]",
-        "fold older messages into the summary now; or a digest of what was said since WHEN",
+        "/summarize [since WHEN]",
+        "fold older messages into the summary now; since WHEN (or last N): a digest of that part",
         summarize,
+    ),
+    CommandSpec(
+        "search",
+        "/search TEXT",
+        "what the bot finds in this conversation's memory for TEXT",
+        search,
+        ephemeral=True,
     ),
     CommandSpec(
         "stats", "/stats", "tokens in the prompt against the budget", stats, ephemeral=True

@@ -447,6 +447,22 @@ class Engine:
         stored = await self.store.count_messages(conversation_key=conversation.key)
         return Preview(prompt=prompt, stored_messages=stored, settings=settings)
 
+    async def search(self, conversation: Conversation, text: str) -> list[StoredMessage]:
+        """The conversation's messages that best match ``text``, best first, as recall
+        would find them for a message saying it (``/search``), whatever is in the window."""
+        settings = self.settings_for(conversation)
+        newest = await self.store.last_message_id(conversation_key=conversation.key)
+        if newest is None:
+            return []
+        query = StoredMessage(0, 0, Role.USER, "", "", text, 0, self.clock())
+        return await self.recaller.search(
+            conversation_key=conversation.key,
+            query=query,
+            before_id=newest + 1,
+            pins=(),
+            settings=settings.recall,
+        )
+
     async def reset(self, conversation: Conversation, *, include_pins: bool) -> int:
         """Forget the conversation (and its channel's pins). Profiles are left alone: they
         belong to the people, who delete them with ``/forget``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -84,6 +84,9 @@ class CommandCall:
     user_name: str
     can_manage: bool = True
     """Whether the caller may run admin commands such as ``/reset``."""
+    link_to: Callable[[str], str | None] | None = field(default=None, compare=False)
+    """A link to a message of the conversation, by its platform id (Slack's permalink,
+    Discord's jump URL), where the platform has them."""
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,13 @@ class FakeSlack:
         if method in _HISTORY_METHODS:
             return self._read_history(method, params)
         if method == "auth.test":
-            return {"user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "memorybot"}
+            return {
+                "user_id": BOT_USER,
+                "bot_id": BOT_ID,
+                "team_id": TEAM,
+                "user": "memorybot",
+                "url": "https://fake-team.slack.com/",
+            }
         if method == "apps.connections.open":
             return {"url": self.socket_url or f"{self.url.replace('http', 'ws', 1)}/socket"}
         if method == "users.info":

@@ -5,6 +5,7 @@ Every interaction is deferred at once (Discord allows 3 s) and answered with fol
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any, NamedTuple
@@ -14,7 +15,7 @@ from discord import app_commands
 
 from bot.adapters.discord.facts import conversation_of
 from bot.adapters.discord.render import split_message
-from bot.adapters.discord.translate import prompt_text
+from bot.adapters.discord.translate import jump_url, prompt_text
 from bot.config import DiscordConfig
 from bot.core.commands import COMMANDS, CommandSpec
 from bot.core.handler import Handler
@@ -54,6 +55,7 @@ class CommandRunner:
             user_id=str(interaction.user.id),
             user_name=interaction.user.display_name,
             can_manage=self.can_manage(interaction),
+            link_to=functools.partial(jump_url, interaction.guild_id, interaction.channel_id or 0),
         )
         try:
             reply = await self._handler.command(call)

@@ -55,6 +55,13 @@ def conversation_for(
     return Conversation(PLATFORM, workspace, str(channel_id))
 
 
+def jump_url(guild_id: int | None, channel_id: int, message_id: str) -> str | None:
+    """Discord's link to a message (``https://discord.com/channels/G/C/M``; ``@me`` in DMs)."""
+    if not message_id.isdigit():
+        return None
+    return f"https://discord.com/channels/{guild_id or '@me'}/{channel_id}/{message_id}"
+
+
 def is_pushpin(emoji_name: str | None) -> bool:
     return emoji_name == PUSHPIN
 

@@ -57,6 +57,8 @@ class Identity:
     user_id: str
     bot_id: str | None
     team_id: str
+    url: str = ""
+    """The workspace's address (``https://team.slack.com/``), for links to messages."""
 
 
 async def identify(client: AsyncWebClient) -> Identity:
@@ -65,6 +67,7 @@ async def identify(client: AsyncWebClient) -> Identity:
         user_id=str(answer["user_id"]),
         bot_id=answer.get("bot_id"),
         team_id=str(answer.get("team_id") or ""),
+        url=str(answer.get("url") or ""),
     )
 
 
@@ -105,6 +108,7 @@ class Listeners:
         )
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
         self.team = identity.team_id
+        self.url = identity.url
 
     def take_over(self) -> None:
         """Answer what other processes (or this one before a restart) left unanswered."""
@@ -162,7 +166,7 @@ class Listeners:
         except Exception as exc:
             return _refuse("slash command", exc)
         await ack()
-        call = to_command(body, admins=self.admins)
+        call = to_command(body, admins=self.admins, workspace_url=self.url)
         if first:
             self.handler.spawn(self._command(call, respond), f"slack /{call.name}")
         return None

@@ -10,6 +10,7 @@ commands always act on the channel: Slack does not run them inside threads.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -203,9 +204,17 @@ def to_reaction(body: Payload) -> Reaction | None:
     return Reaction(conversation, str(ts), on=kind == "reaction_added")
 
 
-def to_command(body: Payload, *, admins: Collection[str]) -> CommandCall:
+def permalink(workspace_url: str, channel: str, ts: str) -> str | None:
+    """Slack's link to a message (``https://team.slack.com/archives/C1/p1700000000000100``)."""
+    if not workspace_url.startswith("https://") or not ts.replace(".", "").isdigit():
+        return None
+    return f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+
+
+def to_command(body: Payload, *, admins: Collection[str], workspace_url: str = "") -> CommandCall:
     """A slash command's form (``command``, ``text``, ``user_id``...) as a call on the channel."""
     user = str(body.get("user_id", ""))
+    channel = str(body.get("channel_id", ""))
     return CommandCall(
         conversation=conversation_for(_team(body), str(body.get("channel_id", "")), None, None),
         name=str(body.get("command", "")).lstrip("/"),
@@ -213,6 +222,7 @@ def to_command(body: Payload, *, admins: Collection[str]) -> CommandCall:
         user_id=user,
         user_name=str(body.get("user_name") or user),
         can_manage=user in admins,
+        link_to=functools.partial(permalink, workspace_url, channel) if workspace_url else None,
     )
 
 

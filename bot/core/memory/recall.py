@@ -217,7 +217,8 @@ class Recaller:
         if self.embedder is None or not settings.embeddings:
             return []
         model = self.embedder.model
-        stored = await self._store.vector(message_id=query.id, model=model)
+        transient = query.id <= 0  # a search's text, not a stored message
+        stored = None if transient else await self._store.vector(message_id=query.id, model=model)
         if stored is None:
             try:
                 async with asyncio.timeout(QUERY_EMBEDDING_SECONDS):
@@ -226,14 +227,16 @@ class Recaller:
                 # The embeddings server is busy (a backlog of messages to embed): the answer
                 # does not wait; this one is embedded with the rest.
                 log.info("recall by meaning skipped for message %d: embeddings busy", query.id)
-                self.defer(query)
+                if not transient:
+                    self.defer(query)
                 return []
             except LLMError as exc:
                 log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
                 return []
-            await self._store.save_vector(
-                message_id=query.id, content=query.content, model=model, vector=stored
-            )
+            if not transient:
+                await self._store.save_vector(
+                    message_id=query.id, content=query.content, model=model, vector=stored
+                )
         rows = await self._store.vectors(
             conversation_key=conversation_key,
             before_id=before_id,

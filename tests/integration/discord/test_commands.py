@@ -33,6 +33,7 @@ async def test_commands_are_synced_from_the_table_with_the_context_menu(
         "unpin",
         "pins",
         "summarize",
+        "search",
         "stats",
         "reset",
         "help",
@@ -60,7 +61,7 @@ async def test_commands_sync_to_the_development_server(
         pass
     scope, commands = discord_fake.command_syncs[-1]
     assert scope == str(GUILD)
-    assert len(commands) == 11
+    assert len(commands) == 12
 
 
 async def test_pin_pins_and_stats_are_deferred_then_followed_up(
@@ -158,6 +159,26 @@ async def test_summarize_folds_the_channel_and_answers_with_the_summary(
     summary = fake.followups[0]["content"]
     assert summary.startswith("Summary ") and "- FACT number 0 is important" in summary
     assert flags(fake.followups[0]) == 0
+
+
+async def test_search_shows_the_caller_what_memory_holds_with_links(
+    start_bot: StartBot, discord_fake: FakeDiscord
+) -> None:
+    fake = discord_fake
+    where = {"channel_id": GENERAL, "guild_id": GUILD}
+    async with start_bot(memory={"recall_tokens": 500}) as (app, _):
+        said = await fake.say(BO, "the staging password rotates every 90 days", **where)
+        await fake.say(ANA, "lunch at noon?", **where)
+        await eventually(lambda: _stored(app, f"discord:{GUILD}:{GENERAL}", 2))
+        await fake.command(ANA, "search", {"text": "staging password"}, **where)
+        await fake.until(lambda: len(fake.followups) == 1)
+    found = fake.followups[0]
+    assert flags(found) == EPHEMERAL and flags(fake.callbacks[0]) == EPHEMERAL
+    lines = found["content"].splitlines()
+    assert lines[0] == "Best matches for “staging password” in this conversation:"
+    assert len(lines) == 2 and ", Bo: the staging password rotates every 90 days" in lines[1]
+    jump = f"https://discord.com/channels/{GUILD}/{GENERAL}/{said['id']}"
+    assert lines[1].endswith(f"({jump})")
 
 
 async def _stored(app: App, key: str, count: int) -> bool:

@@ -626,3 +626,28 @@ async def test_deleting_the_bots_own_answer_takes_it_out_of_memory(
     await slack.say("U1", f"<@{BOT_USER}> and now?")
     contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
     assert contents == ["[Ana] what is the budget?", "[Ana] and now?"]
+
+
+async def test_search_shows_the_caller_what_memory_holds_with_permalinks(
+    tmp_path: Path, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    raw = config_dict(
+        llm.url,
+        tmp_path / "bot.sqlite3",
+        slack=slack_settings(fake_slack),
+        memory={"recall_tokens": 500},
+    )
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
+        ts = await slack.say("U2", "the staging password rotates every 90 days")
+        await slack.say("U1", "lunch at noon?")
+        await slack.command("search", "staging password")
+        await slack.command("search", "")
+    found, usage = (response.params for response in fake_slack.responses)
+    assert found["response_type"] == "ephemeral"
+    lines = found["text"].splitlines()
+    assert lines[0] == "Best matches for “staging password” in this conversation:"
+    link = f"https://fake-team.slack.com/archives/C1/p{ts.replace('.', '')}"
+    assert len(lines) == 2 and lines[1].endswith(
+        f"Bo: the staging password rotates every 90 days ({link})"
+    )
+    assert usage["text"].startswith("Usage: /search TEXT") and usage["response_type"] == "ephemeral"

@@ -89,3 +89,21 @@ async def test_a_digest_reads_only_its_span_and_leaves_the_summary_alone() -> No
     assert bad.kind is ReplyKind.ERROR and bad.text.startswith("Usage: /summarize since WHEN")
     assert before == after  # the rolling summary is untouched
     assert [row.purpose for row in usage if row.purpose == "digest"] == ["digest"]
+
+
+async def test_search_says_when_nothing_matches_or_search_is_off() -> None:
+    on = unit_config(memory={"recall_tokens": 500})
+    async with running_core(on) as core:
+        await core.engine.handle_message(said("the deploy moved to Friday", at(hours=1)))
+        for i in range(10):
+            await core.engine.handle_message(said(f"chatter {i} about lunch", at(minutes=50 - i)))
+        call = CommandCall(GENERAL, "search", "deploy", "ana", "Ana")
+        found = await run_command(core.engine, call)
+        nothing = await run_command(core.engine, CommandCall(GENERAL, "search", "zebra", "a", "A"))
+    assert found.ephemeral and found.text.splitlines()[1] == (
+        "• 2026-12-04 14:30 UTC, Ana: the deploy moved to Friday"
+    )
+    assert nothing.text == "Nothing in this conversation matches “zebra”." and nothing.ephemeral
+    async with running_core(unit_config(memory={"recall_tokens": 0})) as core:
+        off = await run_command(core.engine, CommandCall(GENERAL, "search", "deploy", "a", "A"))
+    assert off.kind is ReplyKind.ERROR and "memory.recall_tokens is 0" in off.text
