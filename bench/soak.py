@@ -6,9 +6,10 @@ Each bot runs as its own process (Slack HTTP mode) with its real code; this scri
 to) and the model (``tests/support/fake_llm.py``, answering instantly by default). Each message
 mentions the bot in one of ``--channels`` channels, carries a unique marker, and is sent at its
 scheduled time without waiting for earlier replies. With ``--replicas N``, N processes share
-one database, each on its own port, and the script sends message n to replica n mod N (a
-round-robin load balancer: a conversation's messages go to every replica). Run from the
-repository root::
+one database, each on its own port, and the script is the load balancer in front of them:
+round-robin over the messages and over each channel's messages too (message n, the
+(n div C)th of channel n mod C, goes to replica (n mod C + n div C) mod N), so that every
+replica answers in every conversation. Run from the repository root::
 
     .venv/bin/python bench/soak.py --messages 2000 --rate 40 --channels 20
     .venv/bin/python bench/soak.py --store postgres --replicas 2 --messages 800 \\
@@ -114,7 +115,9 @@ def percentile(values: list[float], share: float) -> float:
 
 
 class LoadGenerator:
-    """Slack's side of the Events API: signed requests, message n to replica n mod N."""
+    """Slack's side of the Events API: signed requests, message n to replica
+    (n mod channels + n div channels) mod N: round-robin over all messages and over each
+    channel's."""
 
     def __init__(self, http: aiohttp.ClientSession, urls: list[str], channels: int) -> None:
         self.http, self.urls, self.channels = http, urls, channels
@@ -130,7 +133,7 @@ class LoadGenerator:
         self.sent_at[n] = time.perf_counter()
         self.lag[n] = self.sent_at[n] - due
         try:
-            url = self.urls[n % len(self.urls)]
+            url = self.urls[(n % self.channels + n // self.channels) % len(self.urls)]
             async with self.http.post(url, data=body.encode(), headers=headers) as response:
                 if response.status == 200:
                     self.accepted.add(n)
@@ -313,19 +316,20 @@ def report(step: Step, args: argparse.Namespace) -> None:
 
 
 def table(steps: list[Step], args: argparse.Namespace) -> None:
-    """One row per step, then the sustained rate."""
+    """One row per step (rows of several runs make one table), then the sustained rate."""
     per = 1000 / args.messages
     print(
-        "\n| rate | accepted | lost | doubled | overhead p50 | p99 | send lag p99 "
+        "\n| bots | rate | accepted | lost | doubled | overhead p50 | p99 | send lag p99 "
         "| CPU ms/msg bots | server | script | machine busy | others (cores) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for step in steps:
         cpu = step.cpu
         p50 = statistics.median(step.overhead_ms) if step.overhead_ms else float("nan")
         server = "—" if cpu.server is None else f"{cpu.server * per:.1f}"
         print(
-            f"| {step.rate:g}/s | {step.accepted:,} | {step.lost} | {step.doubled} "
+            f"| {args.store} ×{args.replicas} | {step.rate:g}/s | {step.accepted:,} "
+            f"| {step.lost} | {step.doubled} "
             f"| {p50:.1f} ms | {step.p99():.1f} ms | {percentile(step.lag_ms, 0.99):.1f} ms "
             f"| {cpu.bots * per:.1f} | {server} | {cpu.script * per:.1f} "
             f"| {cpu.busy:.0%} | {cpu.others / cpu.seconds:.2f} |"
@@ -366,8 +370,7 @@ async def soak(args: argparse.Namespace) -> int:
     finally:
         if postgres is not None:
             postgres.stop()
-    if len(steps) > 1:
-        table(steps, args)
+    table(steps, args)
     if all(step.clean for step in steps):
         shutil.rmtree(top, ignore_errors=True)
         return 0

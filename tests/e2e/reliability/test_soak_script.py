@@ -57,7 +57,9 @@ def test_two_replicas_on_postgres_step_through_rates(postgres_server: PostgresSe
     rows = [
         line
         for line in lines
-        if line.startswith(("| 20/s | 42 | 0 | 0 |", "| 40/s | 42 | 0 | 0 |"))
+        if line.startswith(
+            ("| postgres ×2 | 20/s | 42 | 0 | 0 |", "| postgres ×2 | 40/s | 42 | 0 | 0 |")
+        )
     ]
     assert len(rows) == 2
     assert any(line.startswith("sustained (2 postgres replicas, p99 < 50 ms") for line in lines)
