@@ -42,6 +42,10 @@ Printed figures, per step:
   many cores other processes on it used (its busy time less all of the above);
 - peak memory: the largest bot's maximum resident set size.
 
+The machine's other processes are counted, not stopped: on a shared machine
+``--quiet-below 0.3`` waits before each step (``--quiet-wait`` seconds at most) until they use
+fewer than 0.3 cores over 5 seconds, and the table's last column says what they used during it.
+
 ``--budget`` (default 1,000 tokens) is small enough that summaries run during the soak.
 ``--synchronous`` (default full) sets ``storage.synchronous`` (SQLite).
 Exits 1 when anything is lost, doubled, refused or a bot exits badly.
@@ -52,6 +56,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -65,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import aiohttp
 from soak_fakes import SECRET, TimedLLM, TimedSlack, event_body, marker
-from soak_fleet import Contents, CpuMeter, CpuUse, Database, Postgres, Replica
+from soak_fleet import Contents, CpuMeter, CpuUse, Database, Postgres, Replica, until_quiet
 
 from bot.core.memory.tokens import install_encodings
 from tests.support.fake_slack import signed_headers
@@ -347,6 +352,10 @@ def table(steps: list[Step], args: argparse.Namespace) -> None:
 
 async def soak(args: argparse.Namespace) -> int:
     install_encodings()
+    # Stopped by SIGTERM, the script stops its bots and server too (the finally clauses).
+    main = asyncio.current_task()
+    assert main is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     top = Path(tempfile.mkdtemp(prefix="soak-"))
     postgres = Postgres(args.server_url) if args.store == "postgres" else None
     steps: list[Step] = []
@@ -354,6 +363,9 @@ async def soak(args: argparse.Namespace) -> int:
         for index, rate in enumerate(args.rates):
             folder = top / f"step{index}"
             folder.mkdir()
+            if args.quiet_below is not None:
+                waited, used = await until_quiet(args.quiet_below, longest=args.quiet_wait)
+                print(f"waited {waited:.0f} s for a quiet machine: {used:.2f} cores busy")
             if postgres is None:
                 step = await run_step(args, rate, folder, Database(folder / "bot.sqlite3"), None)
             else:
@@ -393,6 +405,14 @@ def main() -> int:
     parser.add_argument(
         "--server-url", help="postgres: a running server's admin URL (default: start one)"
     )
+    parser.add_argument(
+        "--quiet-below",
+        type=float,
+        help="before each step, wait until the machine's other processes use fewer cores",
+    )
+    parser.add_argument(
+        "--quiet-wait", type=float, default=600.0, help="seconds to wait for that at most"
+    )
     parser.add_argument("--p99-limit", type=float, default=50.0, help="ms, for the sustained rate")
     parser.add_argument("--budget", type=int, default=1000, help="memory.max_context_tokens")
     parser.add_argument(
@@ -403,7 +423,11 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=120.0, help="seconds to wait for answers")
     args = parser.parse_args()
     args.rates = args.rates or [args.rate]
-    return asyncio.run(soak(args))
+    try:
+        return asyncio.run(soak(args))
+    except asyncio.CancelledError:
+        print("stopped (SIGTERM)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -286,6 +286,26 @@ def _machine() -> list[int]:
     return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
 
 
+async def busy_cores(seconds: float) -> float:
+    """How many cores' worth of the machine's time was busy over the next ``seconds``."""
+    start = _machine()
+    await asyncio.sleep(seconds)
+    ticks = [b - a for a, b in zip(start, _machine(), strict=True)]
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / TICK / seconds
+
+
+async def until_quiet(cores: float, *, longest: float) -> tuple[float, float]:
+    """Wait until the machine's other processes use under ``cores`` over 5 seconds, or
+    ``longest`` seconds have passed; (seconds waited, cores they used over the last 5)."""
+    started = time.perf_counter()
+    while True:
+        used = await busy_cores(5.0)
+        waited = time.perf_counter() - started
+        if used < cores or waited >= longest:
+            return waited, used
+
+
 @dataclass(frozen=True)
 class CpuUse:
     """CPU seconds spent over an interval of ``seconds``."""
