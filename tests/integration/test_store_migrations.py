@@ -5,6 +5,7 @@ left in the database."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 from pathlib import Path
@@ -99,6 +100,42 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
         assert not [sql for sql in triggers if sql and "recall_" in sql]
         shell.execute("DELETE FROM messages WHERE id = 3")
         shell.commit()
+    finally:
+        shell.close()
+
+
+@pytest.mark.parametrize("version", [0, 1], ids=["new file", "schema 1"])
+async def test_two_processes_opening_a_database_at_once_migrate_it_once(
+    tmp_path: Path, version: int
+) -> None:
+    """Replicas started together on one file: each store has its own connection, as each
+    process would; the second must not run again a migration the first has made."""
+    path = tmp_path / "bot.sqlite3"
+    if version:
+        old_database(path, version)
+    first, second = await asyncio.gather(SqliteStore.open(str(path)), SqliteStore.open(str(path)))
+    try:
+        added = await first.add_message(
+            conversation=GENERAL,
+            role=Role.USER,
+            author_id="cy",
+            author_name="Cy",
+            content="the locker code is 1111",
+            tokens=5,
+            message_id="p9",
+            created_at=2.0,
+        )
+        found = await second.search_messages(
+            conversation_key=GENERAL.key, terms=["locker"], before_id=100, limit=5
+        )
+        assert [m.id for m in found] == [added.id]
+        assert await second.integrity_check() == "ok"
+    finally:
+        await first.close()
+        await second.close()
+    shell = sqlite3.connect(path)
+    try:
+        assert shell.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     finally:
         shell.close()
 

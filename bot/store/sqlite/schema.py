@@ -354,7 +354,9 @@ async def _register_legacy_functions(db: aiosqlite.Connection) -> None:
 
 async def migrate(db: aiosqlite.Connection, path: str) -> None:
     """Take the database to :data:`SCHEMA_VERSION`, one transaction per version (the caller
-    turns a refused statement into its error)."""
+    turns a refused statement into its error). Processes opening the file at the same time
+    migrate it once: each version is read again under the write lock, and a version another
+    process has already taken the file past is skipped."""
     current = await version(db)
     if 0 < current < SCHEMA_VERSION:
         log.info("migrating %s from schema %d to %d", path, current, SCHEMA_VERSION)
@@ -363,9 +365,10 @@ async def migrate(db: aiosqlite.Connection, path: str) -> None:
     for number in range(current, SCHEMA_VERSION):
         await db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in statements(MIGRATIONS[number]):
-                await db.execute(statement)
-            await db.execute(f"PRAGMA user_version = {number + 1}")
+            if await version(db) == number:
+                for statement in statements(MIGRATIONS[number]):
+                    await db.execute(statement)
+                await db.execute(f"PRAGMA user_version = {number + 1}")
         except BaseException:
             if db.in_transaction:
                 await db.execute("ROLLBACK")
