@@ -12,8 +12,8 @@ round-robin over the messages and over each channel's messages too (message n, t
 replica answers in every conversation. Run from the repository root::
 
     .venv/bin/python bench/soak.py --messages 2000 --rate 40 --channels 20
-    .venv/bin/python bench/soak.py --store postgres --replicas 2 --messages 800 \\
-        --rates 20,40,60,80,100
+    .venv/bin/python bench/soak.py --store postgres --replicas 2 --messages 600 \\
+        --rates 30,35,40,45,50,60
 
 ``--store postgres`` starts a throwaway PostgreSQL server (``tests/support/postgres.py``, fsync
 on) unless ``--server-url`` names a running one (its admin URL); each step gets a new database
@@ -29,7 +29,8 @@ Printed figures, per step:
   with the echo of that very message);
 - lost: accepted messages missing from the database after the bots stopped, and accepted
   messages never answered; doubled: accepted messages stored twice, answered twice in the
-  database or delivered twice to Slack; all must be 0;
+  database or delivered twice to Slack; misanswered (shown when not 0): answers in the
+  database echoing another message than the one they reply to; all must be 0;
 - overhead p50/p99: per message, from sending the request to the answer arriving at the fake
   Slack, minus the time the model server spent on that message's requests: the bot's own
   work (Bolt, engine, the store, two Web API calls, the HTTP round trips), not the model's;
@@ -46,7 +47,9 @@ The machine's other processes are counted, not stopped: on a shared machine
 ``--quiet-below 0.3`` waits before each step (``--quiet-wait`` seconds at most) until they use
 fewer than 0.3 cores over 5 seconds, and the table's last column says what they used during it.
 
-``--budget`` (default 1,000 tokens) is small enough that summaries run during the soak.
+``--budget`` (default 1,000 tokens) is small enough that summaries run during the soak: with
+messages spread evenly, every conversation reaches it at once (about 25 messages each), and the
+burst of summaries that follows is part of every step's p99.
 ``--synchronous`` (default full) sets ``storage.synchronous`` (SQLite).
 Exits 1 when anything is lost, doubled, refused or a bot exits badly.
 """
