@@ -79,10 +79,10 @@ class LLMError(Exception):
         self.retry_after = retry_after
         """Seconds the endpoint asked to wait (Retry-After), when it said."""
         self.key = key
+        """An authentication failure's key, so the message can name its variable."""
         self.context = context
         """The model's context window in the server's tokens, when a context-length error
         said it."""
-        """An authentication failure's key, so the message can name its variable."""
 
     @property
     def user_message(self) -> str:
