@@ -75,17 +75,15 @@ class Connection:
         try:
             yield
         except FAILURES as exc:
-            if not tracked:
-                raise StorageError(
-                    self.path, str(exc) or type(exc).__name__, incident=self._incident
-                ) from exc
-            raise self._failed(exc) from exc
+            raise self._failed(exc, tracked=tracked) from exc
         if tracked and self.write_failure is not None:
             log.warning("writes to %s succeed again", self.path)
             self.write_failure = None
 
-    def _failed(self, exc: BaseException) -> StorageError:
+    def _failed(self, exc: BaseException, *, tracked: bool = True) -> StorageError:
         cause = str(exc) or type(exc).__name__
+        if not tracked:  # the caller reports it; the store's health is left as it is
+            return StorageError(self.path, cause, incident=self._incident)
         if self.write_failure is None:
             self._incident += 1
         self.write_failure = cause

@@ -49,11 +49,7 @@ class Connection:
                 yield
             except sqlite3.Error as exc:
                 await self._abandon()
-                if not tracked:
-                    raise StorageError(
-                        self.path, str(exc) or type(exc).__name__, incident=self._incident
-                    ) from exc
-                raise self._failed(exc) from exc
+                raise self._failed(exc, tracked=tracked) from exc
         if tracked and self.write_failure is not None:
             log.warning("writes to %s succeed again", self.path)
             self.write_failure = None
@@ -65,8 +61,10 @@ class Connection:
             with suppress(sqlite3.Error):
                 await self._db.execute("ROLLBACK")
 
-    def _failed(self, exc: sqlite3.Error) -> StorageError:
+    def _failed(self, exc: sqlite3.Error, *, tracked: bool = True) -> StorageError:
         cause = str(exc) or type(exc).__name__
+        if not tracked:  # the caller reports it; the store's health is left as it is
+            return StorageError(self.path, cause, incident=self._incident)
         if self.write_failure is None:
             self._incident += 1
         self.write_failure = cause
