@@ -3,8 +3,8 @@
 Summaries run one per conversation at a time, after the reply that found the prompt too full;
 a failed one is retried after ``summary.retry_seconds``. Stored messages are embedded for
 recall by meaning as they come, in batches from one queue (and those stored before embeddings
-were on, on request). At
-shutdown the tasks still running get a grace period, then are cancelled.
+were on, on request). At shutdown the tasks still running get a grace period, then are
+cancelled.
 """
 
 from __future__ import annotations

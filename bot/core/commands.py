@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from bot.core.background import SummaryBusy
 from bot.core.engine import Engine
@@ -21,6 +20,7 @@ from bot.core.models import (
     Reply,
     ReplyKind,
     Role,
+    utc_minute,
 )
 from bot.core.ports.llm import LLMError, clean_text
 from bot.core.ports.store import StorageError, UsageTotals
@@ -285,7 +285,7 @@ async def search(engine: Engine, call: CommandCall) -> Reply:
         return _info(f"Nothing in this conversation matches “{text}”.", ephemeral=True)
     lines = [f"Best matches for “{text}” in this conversation:"]
     for message in found:
-        when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+        when = utc_minute(message.created_at)
         who = "the bot" if message.role is Role.ASSISTANT else message.author_name
         said = message.content if len(message.content) <= 300 else message.content[:300] + "…"
         link = call.link_to(message.message_id) if call.link_to and message.message_id else None

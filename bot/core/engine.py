@@ -33,8 +33,8 @@ from bot.core.models import (
     Role,
     StoredMessage,
     Summary,
+    prompt_speakers,
     render_content,
-    speaker_of,
     strip_speaker_tags,
 )
 from bot.core.observe import NoObserver, Observer
@@ -245,7 +245,8 @@ class Engine:
             except LLMError as exc:
                 log.warning("chat model failed for %s: %s", conversation.key, exc)
                 return Reply(exc.user_message, kind=ReplyKind.ERROR)
-            text = strip_speaker_tags(completion.text, _speakers(prompt, stored))
+            speakers = {stored.author_name, *prompt_speakers(prompt.messages)}
+            text = strip_speaker_tags(completion.text, speakers)
             answer = await self.store.add_message(
                 conversation=conversation,
                 role=Role.ASSISTANT,
@@ -469,12 +470,3 @@ class Engine:
         # A summary in flight is discarded when it finds the conversation's generation moved.
         async with self._reply_locks(conversation.key):
             return await self.store.reset(conversation=conversation, include_pins=include_pins)
-
-
-def _speakers(prompt: Prompt, stored: StoredMessage) -> set[str]:
-    """Who speaks in the prompt's user messages, and who asked."""
-    found = {stored.author_name}
-    for message in prompt.messages:
-        if message.get("role") == "user" and (who := speaker_of(message.get("content", ""))):
-            found.add(who)
-    return found

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -209,6 +209,20 @@ def speaker_of(content: str) -> str | None:
     """Who a user message in the prompt says wrote it (:func:`render_content`'s tag)."""
     match = _SPEAKER_TAG.match(content)
     return match.group(1) if match else None
+
+
+def prompt_speakers(messages: Iterable[Mapping[str, str]]) -> set[str]:
+    """Who speaks in a prompt's user messages."""
+    found = set()
+    for message in messages:
+        if message.get("role") == "user" and (who := speaker_of(message.get("content", ""))):
+            found.add(who)
+    return found
+
+
+def utc_minute(seconds: float) -> str:
+    """A time as messages show it to people and models: ``2026-12-04 15:30`` (UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def strip_speaker_tags(reply: str, speakers: Iterable[str]) -> str:

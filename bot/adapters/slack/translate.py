@@ -216,7 +216,7 @@ def to_command(body: Payload, *, admins: Collection[str], workspace_url: str = "
     user = str(body.get("user_id", ""))
     channel = str(body.get("channel_id", ""))
     return CommandCall(
-        conversation=conversation_for(_team(body), str(body.get("channel_id", "")), None, None),
+        conversation=conversation_for(_team(body), channel, None, None),
         name=str(body.get("command", "")).lstrip("/"),
         argument=replace_mentions(str(body.get("text") or ""), {}),
         user_id=user,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.core.memory.kept import transcript_line
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
-from bot.core.models import StoredMessage
+from bot.core.models import StoredMessage, utc_minute
 from bot.core.ports.llm import ChatModel
 from bot.core.ports.store import Store
 from bot.core.wording import counted
@@ -51,7 +51,7 @@ class Span:
         if self.last is not None:
             return f"of the last {counted(self.last, 'message')}"
         assert self.since is not None
-        return "since " + datetime.fromtimestamp(self.since, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return f"since {utc_minute(self.since)} UTC"
 
 
 def parse_span(argument: str, now: float) -> Span | None:

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 
 from bot.core.memory.importance import covered, key_terms
 from bot.core.memory.tokens import ChatTokenizer
-from bot.core.models import Role, StoredMessage, clean_name, quote_lines
+from bot.core.models import Role, StoredMessage, clean_name, quote_lines, utc_minute
 from bot.core.wording import counted
 
 log = logging.getLogger("bot.core.memory.summarizer")
@@ -25,7 +24,7 @@ _TRUNCATE_NOTE = "… [truncated for the summary]"
 def transcript_line(row: StoredMessage, input_limit: int) -> str:
     """A message as the summary model reads it: ``[when] who: text`` (cut when longer
     than a call's whole input)."""
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.created_at))
+    when = utc_minute(row.created_at)
     who = clean_name(row.author_name) if row.role is Role.USER else "assistant (you)"
     text = row.content
     if row.tokens > input_limit:

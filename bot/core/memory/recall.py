@@ -22,12 +22,11 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from bot.core.memory.terms import document_terms, query_terms, too_common, weight
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.memory.vectors import nearest, vector_bytes
-from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines
+from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines, utc_minute
 from bot.core.ports.llm import Embedder, LLMError
 from bot.core.ports.store import Store
 from bot.core.progress import logged
@@ -58,7 +57,7 @@ QUERY_EMBEDDING_SECONDS = 0.5
 
 
 def render_line(message: StoredMessage) -> str:
-    when = datetime.fromtimestamp(message.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+    when = utc_minute(message.created_at)
     if message.role is Role.USER:
         return f"- {when} [{clean_name(message.author_name)}] {quote_lines(message.content)}"
     return f"- {when} [assistant] {quote_lines(message.content)}"
@@ -260,17 +259,10 @@ class Recaller:
         with progress:
             while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
                 try:
-                    vectors = await self.embedder.embed([content for _, content in rows])
+                    await self._embed(self.embedder, rows)
                 except LLMError as exc:
                     log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
                     break
-                for (message_id, content), vector in zip(rows, vectors, strict=True):
-                    await self._store.save_vector(
-                        message_id=message_id,
-                        content=content,
-                        model=model,
-                        vector=vector_bytes(vector),
-                    )
                 embedded += len(rows)
                 before = rows[-1][0]
                 progress.advance(len(rows))
@@ -287,18 +279,22 @@ class Recaller:
         if not wanted:
             return
         try:
-            vectors = await self.embedder.embed([message.content for message in wanted])
+            await self._embed(self.embedder, [(message.id, message.content) for message in wanted])
         except LLMError as exc:
             log.warning(
                 "embedding %s failed (%s); keyword recall only for them until the next start",
                 counted(len(wanted), "message"),
                 exc,
             )
-            return
-        for message, vector in zip(wanted, vectors, strict=True):
+
+    async def _embed(self, embedder: Embedder, rows: Sequence[tuple[int, str]]) -> None:
+        """Embed ``(message id, content)`` rows in one request and store their vectors;
+        raises :class:`LLMError` when the request fails."""
+        vectors = await embedder.embed([content for _, content in rows])
+        for (message_id, content), vector in zip(rows, vectors, strict=True):
             await self._store.save_vector(
-                message_id=message.id,
-                content=message.content,
-                model=self.embedder.model,
+                message_id=message_id,
+                content=content,
+                model=embedder.model,
                 vector=vector_bytes(vector),
             )

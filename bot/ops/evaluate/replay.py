@@ -17,7 +17,7 @@ from bot.core.models import (
     Conversation,
     IncomingMessage,
     ReplyKind,
-    speaker_of,
+    prompt_speakers,
     strip_speaker_tags,
 )
 from bot.core.ports.llm import Completion, LLMError, StreamEnd
@@ -159,8 +159,7 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
     finally:
         await engine.delete_message(CHANNEL, f"probe{number}")
     # A speaker tag the model copied ("[王芳] …") names someone; it does not answer.
-    users = [m["content"] for m in prompt.messages if m["role"] == "user"]
-    speakers = {probe.user, *(who for content in users if (who := speaker_of(content)))}
+    speakers = {probe.user, *prompt_speakers(prompt.messages)}
     answer = strip_speaker_tags(completion.text, speakers)
     return fact.answer.casefold() in answer.casefold(), locate(prompt, fact.key)
 
