@@ -94,6 +94,7 @@ class FakeSlack:
         self._envelopes = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_ready = asyncio.Event()
+        self.connections = 0  # websockets accepted so far
         self._ack_arrived = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
@@ -236,10 +237,17 @@ class FakeSlack:
         hello = {"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A1"}}
         await socket.send_str(json.dumps(hello))
         self._socket_ready.set()
-        async for message in socket:
-            if message.type == WSMsgType.TEXT:
-                self.acks.append(json.loads(message.data))
-                self._ack_arrived.set()
+        self.connections += 1
+        try:
+            async for message in socket:
+                if message.type == WSMsgType.TEXT:
+                    self.acks.append(json.loads(message.data))
+                    self._ack_arrived.set()
+        finally:  # a closed connection gets no more envelopes (Slack forgets it too)
+            if socket in self._sockets:
+                self._sockets.remove(socket)
+            if not self._sockets:
+                self._socket_ready.clear()
         return socket
 
     # -- the Web API --

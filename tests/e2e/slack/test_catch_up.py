@@ -50,7 +50,7 @@ class Bot:
         self.events = 0
 
     def start(self) -> None:
-        opened = len(self.fake.called("apps.connections.open"))
+        connected = self.fake.connections
         env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
@@ -65,9 +65,7 @@ class Bot:
             stderr=subprocess.PIPE,
             text=True,
         )
-        wait_for(
-            lambda: len(self.fake.called("apps.connections.open")) > opened, "the socket to open"
-        )
+        wait_for(lambda: self.fake.connections > connected, "the socket to connect")
 
     def stop(self) -> str:
         assert self.process is not None
