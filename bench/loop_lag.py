@@ -92,7 +92,9 @@ class StandInEmbedder:
         vector: list[float] = rng.standard_normal(self._dimension).tolist()
         return vector
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    asymmetric = False
+
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         vectors = []
         for text in texts:
             asked = _TARGET.search(text)

@@ -22,8 +22,9 @@ from bot.core.ports.llm import ApiKey, ChatModel, Embedder
 from bot.core.ports.store import AdminStore, Store, StoreUnavailable
 from bot.core.settings import SettingsSource
 from bot.core.wording import counted
+from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.observed import ObservedChatModel
-from bot.llm.openai import OpenAIChatModel, OpenAIEmbedder, RetryPolicy, is_local, make_client
+from bot.llm.openai import OpenAIChatModel, RetryPolicy, is_local, make_client
 from bot.store.postgres.connection import FAILURES as POSTGRES_FAILURES
 from bot.store.postgres.schema import DatabaseError as PostgresDatabaseError
 from bot.store.postgres.store import PostgresStore
@@ -237,7 +238,16 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
             chat=ObservedChatModel(chat, observer, purpose="chat"),
             summary=ObservedChatModel(summary, observer, purpose="summary"),
             embedder=(
-                OpenAIEmbedder(clients[0], llm.embedding_model, key=chat_key_source(config))
+                OpenAIEmbedder(
+                    clients[0],
+                    llm.embedding_model,
+                    key=chat_key_source(config),
+                    prefixes=(llm.embedding_prefixes.query, llm.embedding_prefixes.document),
+                    input_types=(
+                        llm.embedding_input_types.query,
+                        llm.embedding_input_types.document,
+                    ),
+                )
                 if llm.embedding_model
                 else None
             ),

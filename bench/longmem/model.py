@@ -261,7 +261,7 @@ class BenchModel(FakeLLM):
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         model = self._embedding_model or str(body.get("model", ""))
-        vectors = await self._vectors(model, texts)
+        vectors = await self._vectors(model, texts, body.get("input_type"))
         data = []
         for index, vector in enumerate(vectors):
             value: list[float] | str = vector
@@ -271,14 +271,20 @@ class BenchModel(FakeLLM):
         usage = {"prompt_tokens": 0, "total_tokens": 0}
         return web.json_response({"object": "list", "data": data, "model": model, "usage": usage})
 
-    async def _vectors(self, model: str, texts: list[str]) -> list[list[float]]:
-        found = {t: self._cache.get(model, t) for t in texts} if self._cache else {}
+    async def _vectors(
+        self, model: str, texts: list[str], input_type: str | None
+    ) -> list[list[float]]:
+        """The server's vectors (``input_type`` passed on when the bot sends one)."""
+        kept_as = f"{model}|{input_type}" if input_type else model
+        found = {t: self._cache.get(kept_as, t) for t in texts} if self._cache else {}
         missing = [t for t in dict.fromkeys(texts) if found.get(t) is None]
         if missing:
             if self._http is None:
                 self._http = aiohttp.ClientSession()
             url = f"{self._embeddings_url}/embeddings"
-            payload = {"model": model, "input": missing, "encoding_format": "float"}
+            payload: dict[str, Any] = {"model": model, "input": missing, "encoding_format": "float"}
+            if input_type:
+                payload["input_type"] = input_type
             async with self._http.post(url, json=payload) as response:
                 response.raise_for_status()
                 answer = await response.json()
@@ -287,5 +293,5 @@ class BenchModel(FakeLLM):
                 vector = [float(x) for x in row["embedding"]]
                 found[text] = vector
                 if self._cache is not None:
-                    self._cache.put(model, text, vector)
+                    self._cache.put(kept_as, text, vector)
         return [found[t] or [] for t in texts]

@@ -74,9 +74,15 @@ class Replayed:
 
 
 def bot_config(
-    folder: Path, llm_url: str, api_url: str, memory: dict[str, Any], embedding_model: str | None
+    folder: Path,
+    llm_url: str,
+    api_url: str,
+    memory: dict[str, Any],
+    embedding_model: str | None,
+    llm: dict[str, Any] | None = None,
 ) -> Config:
-    """The bot's config for one run: the memory settings given, everything else fixed."""
+    """The bot's config for one run: the memory settings given (and any ``llm`` keys),
+    everything else fixed."""
     data = {
         "system_prompt": SYSTEM_PROMPT,
         "llm": {
@@ -85,6 +91,7 @@ def bot_config(
             "summary_model": "gpt-4o-mini",
             "embedding_model": embedding_model,
             "max_retries": 0,
+            **(llm or {}),
         },
         "memory": memory,
         # normal: no fsync per message; what is stored, and so every figure, is the same.
@@ -268,6 +275,7 @@ async def run(
     model: BenchModel,
     folder: Path,
     embedding_model: str | None = None,
+    llm: dict[str, Any] | None = None,
 ) -> Replayed:
     """Replay the dataset into a fresh bot with these memory settings, then ask its questions."""
     started = time.perf_counter()
@@ -276,7 +284,7 @@ async def run(
     fake = FakeSlack(slack_users(dataset))
     await fake.start()
     try:
-        config = bot_config(folder, model.url, fake.api_url, memory, embedding_model)
+        config = bot_config(folder, model.url, fake.api_url, memory, embedding_model, llm)
         async with open_app(config) as app:
             platform = SlackPlatform(engine=app.engine, settings=app.config.slack)
             await platform.start()

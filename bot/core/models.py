@@ -220,6 +220,12 @@ def prompt_speakers(messages: Iterable[Mapping[str, str]]) -> set[str]:
     return found
 
 
+def utc_date(seconds: float) -> str:
+    """A day as recalled lines show it to the model: ``2026-12-04`` (UTC); the minute would
+    cost a recalled line a third more tokens and seldom matters to what is asked."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d")
+
+
 def utc_minute(seconds: float) -> str:
     """A time as messages show it to people and models: ``2026-12-04 15:30`` (UTC)."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")

@@ -259,7 +259,7 @@ class OpenAIChatModel:
         except TimeoutError as exc:
             raise LLMError(Failure.TIMEOUT, "the stream stalled") from exc
         except openai.APIError as exc:
-            raise _classify(exc, self._key) from exc
+            raise classify(exc, self._key) from exc
         except ValueError as exc:  # an event that is not JSON
             raise LLMError(Failure.BAD_RESPONSE, type(exc).__name__) from exc
 
@@ -346,7 +346,7 @@ class _Retryable(Exception):
 
 def _request_failure(exc: openai.APIError, key: ApiKey | None) -> Exception:
     """A failed request as the retry loop takes it: :class:`_Retryable` or a final error."""
-    error = _classify(exc, key)
+    error = classify(exc, key)
     if _should_retry(exc):
         return _Retryable(error, error.retry_after)
     return error
@@ -431,33 +431,6 @@ def _count(value: object) -> int | None:
     return None
 
 
-class OpenAIEmbedder:
-    """An :class:`Embedder` on the ``embeddings`` API of an OpenAI-compatible endpoint."""
-
-    def __init__(
-        self, client: openai.AsyncOpenAI, model: str, *, key: ApiKey | None = None
-    ) -> None:
-        self._client = client
-        self._model = model
-        self._key = key
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        try:
-            response = await self._client.embeddings.create(model=self._model, input=list(texts))
-        except openai.APIError as exc:
-            raise _classify(exc, self._key) from exc
-        except (ValueError, TypeError) as exc:
-            raise LLMError(Failure.BAD_RESPONSE, type(exc).__name__) from exc
-        data = sorted(response.data or [], key=lambda item: item.index)
-        if len(data) != len(texts):
-            raise LLMError(Failure.BAD_RESPONSE, f"{len(data)} embeddings for {len(texts)} texts")
-        return [list(item.embedding) for item in data]
-
-
 _CONTEXT_WINDOW = re.compile(
     r"(?:maximum context length is|context window of|context length of|n_ctx[ =:]+)\s*(\d+)",
     re.IGNORECASE,
@@ -465,7 +438,7 @@ _CONTEXT_WINDOW = re.compile(
 """Where a context-length error states the model's window (OpenAI, llama.cpp, vLLM)."""
 
 
-def _classify(exc: openai.APIError, key: ApiKey | None = None) -> LLMError:
+def classify(exc: openai.APIError, key: ApiKey | None = None) -> LLMError:
     if isinstance(exc, openai.APITimeoutError):
         return LLMError(Failure.TIMEOUT, "request timed out")
     if isinstance(exc, openai.APIConnectionError):

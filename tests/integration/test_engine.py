@@ -499,7 +499,7 @@ async def test_stats_warns_past_the_threshold(make_config: ConfigFactory, llm: F
         for i in range(12):
             await app.engine.handle_message(said(f"message {i} " + "filler " * 10))
         loud = await run_command(app.engine, command("stats"))
-    assert "Warning: the prompt is past 80% of the budget" in loud.text
+    assert "Warning: the prompt is past 70% of the budget" in loud.text
 
 
 async def test_a_thread_starts_with_one_copy_of_its_root(app: App, llm: FakeLLM) -> None:

@@ -19,7 +19,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_the_reference_config_is_valid_and_documents_the_defaults() -> None:
     config = load_config(ROOT / "config.yaml", env={})
     assert config.memory.strategy is Strategy.HYBRID
-    assert config.memory.summary_threshold == 0.8
+    assert config.memory.summary_threshold == 0.7
     assert config.memory.profile_tokens == 300
     assert config.llm.chat_model and config.llm.summary_model
     assert config.llm.api_key is None
@@ -36,7 +36,7 @@ def test_environment_supplies_secrets_and_overrides_the_base_url(tmp_path: Path)
     assert "sk-test" not in repr(config)
 
 
-@pytest.mark.parametrize(("memory", "recall"), [("{}", 2000), ("{max_context_tokens: 1500}", 375)])
+@pytest.mark.parametrize(("memory", "recall"), [("{}", 1600), ("{max_context_tokens: 1500}", 300)])
 def test_recall_by_default_takes_a_share_any_budget_has_room_for(
     tmp_path: Path, memory: str, recall: int
 ) -> None:

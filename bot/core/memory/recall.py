@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from bot.core.memory.terms import document_terms, query_terms, too_common, weight
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.memory.vectors import nearest, vector_bytes
-from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines, utc_minute
+from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines, utc_date
 from bot.core.ports.llm import Embedder, LLMError
 from bot.core.ports.store import Store
 from bot.core.progress import logged
@@ -49,7 +49,7 @@ the commonest, which weigh least in bm25."""
 MIN_KEYWORD_SCORE = 0.5
 """The least score of a keyword match: matching only words that a good share of the
 conversation's messages hold ("the", "是什") is no match."""
-_HITS = 96  # candidates read from each search
+_HITS = 160  # candidates read from each search
 _ESTIMATE_SLACK = 8  # lines estimated one by one may come to a few tokens more than together
 _RRF_K = 60
 QUERY_EMBEDDING_SECONDS = 0.5
@@ -57,7 +57,7 @@ QUERY_EMBEDDING_SECONDS = 0.5
 
 
 def render_line(message: StoredMessage) -> str:
-    when = utc_minute(message.created_at)
+    when = utc_date(message.created_at)
     if message.role is Role.USER:
         return f"- {when} [{clean_name(message.author_name)}] {quote_lines(message.content)}"
     return f"- {when} [assistant] {quote_lines(message.content)}"
@@ -216,26 +216,32 @@ class Recaller:
         if self.embedder is None or not settings.embeddings:
             return []
         model = self.embedder.model
-        transient = query.id <= 0  # a search's text, not a stored message
-        stored = None if transient else await self._store.vector(message_id=query.id, model=model)
+        asymmetric = self.embedder.asymmetric
+        # A question embedded as a question is not the vector later searches compare with:
+        # then the message's own (as a stored message) is made in the background.
+        kept = query.id > 0 and not asymmetric  # not a search's text, nor marked as a question
+        stored = await self._store.vector(message_id=query.id, model=model) if kept else None
         if stored is None:
             try:
                 async with asyncio.timeout(QUERY_EMBEDDING_SECONDS):
-                    stored = vector_bytes((await self.embedder.embed([query.content]))[0])
+                    vectors = await self.embedder.embed([query.content], query=asymmetric)
+                stored = vector_bytes(vectors[0])
             except TimeoutError:
                 # The embeddings server is busy (a backlog of messages to embed): the answer
                 # does not wait; this one is embedded with the rest.
                 log.info("recall by meaning skipped for message %d: embeddings busy", query.id)
-                if not transient:
+                if query.id > 0:
                     self.defer(query)
                 return []
             except LLMError as exc:
                 log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
                 return []
-            if not transient:
+            if kept:
                 await self._store.save_vector(
                     message_id=query.id, content=query.content, model=model, vector=stored
                 )
+            elif query.id > 0:
+                self.defer(query)
         rows = await self._store.vectors(
             conversation_key=conversation_key,
             before_id=before_id,

@@ -8,8 +8,8 @@ nothing and is retried later.
 
 Important messages (:mod:`.importance`, 📌) are listed to the model as must-keep; when its
 summary lacks the numbers and dates of one (or most of its words, for one without), the
-message is appended verbatim under "Kept verbatim:", within the summary's size cap (a quarter
-of the budget), and carried forward by later compactions the same way; the model's own text is
+message is appended verbatim under "Kept verbatim:", within the summary's size cap (15% of
+the budget), and carried forward by later compactions the same way; the model's own text is
 cut to make room for those lines, its narrative first.
 
 The summary model may also propose durable facts about the people who spoke, as
@@ -84,8 +84,9 @@ _CONTEXT_RETRIES = 3
 _SMALLEST_INPUT = 128
 """Below this many tokens of input a call is not worth making: the model's context cannot
 hold a summary at all."""
-SUMMARY_SHARE = 0.25
-"""A summary may take at most this share of the prompt budget."""
+SUMMARY_SHARE = 0.15
+"""A summary may take at most this share of the prompt budget (and llm.summary_max_tokens):
+recalled messages hold more of what is asked for per token than a summary's gist."""
 _PREVIOUS = "Previous summary:"
 _NEW = "New messages:"
 _IMPORTANT = "Important messages (keep their facts exactly):"

@@ -181,6 +181,16 @@ class Embedder(Protocol):
     """What recall needs of an embeddings endpoint: one vector per text."""
 
     @property
-    def model(self) -> str: ...
+    def model(self) -> str:
+        """What its vectors of stored messages are kept under: the model, and how a
+        stored message is marked for it when it is (vectors made otherwise don't compare)."""
+        ...
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    @property
+    def asymmetric(self) -> bool:
+        """Whether a question is embedded unlike a stored message (its own marker)."""
+        ...
+
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        """One vector per text: stored messages, or with ``query`` questions searched with."""
+        ...
