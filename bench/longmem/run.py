@@ -43,6 +43,7 @@ from bench.longmem import data as longmem_data
 from bench.longmem.measure import LAYERS, Outcome, Tally, groups, outcomes
 from bench.longmem.model import BenchModel
 from bench.longmem.replay import run as replay
+from bot.core.memory.recall import Recaller
 from bot.core.memory.tokens import install_encodings
 
 DATA = Path(__file__).resolve().parent / "corpus"
@@ -98,6 +99,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     group.add_argument(
         "--embeddings-cache", type=Path, help="a SQLite file keeping vectors between runs"
     )
+    group.add_argument(
+        "--meaning-only",
+        action="store_true",
+        help="recall by meaning alone (keyword search left out; for comparison only)",
+    )
     parser.add_argument(
         "--summary",
         choices=["gist", "forgetful"],
@@ -112,6 +118,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if bool(args.embeddings_url) != bool(args.embedding_model):
         parser.error("--embeddings-url and --embedding-model go together")
+    if args.meaning_only and not args.embedding_model:
+        parser.error("--meaning-only needs --embedding-model")
     return args
 
 
@@ -163,6 +171,8 @@ async def run_all(args: argparse.Namespace, dataset: longmem_data.Dataset) -> li
             if args.summary == "forgetful":
                 label += " (forgetful summary)"
             label += "".join(f", {k}={v}" for k, v in llm_settings(args).items())
+            if args.meaning_only:
+                label += " (meaning only)"
             with tempfile.TemporaryDirectory(prefix="longmem-") as folder:
                 replayed = await replay(
                     dataset,
@@ -334,6 +344,17 @@ def to_json(results: list[Result]) -> list[dict[str, Any]]:
     return out
 
 
+def without_keywords() -> None:
+    """Recall by meaning alone, for the comparison the figures report: the bot has no such
+    setting (fusing both measures better), so the keyword search is replaced in this
+    process."""
+
+    async def no_hits(*_: object) -> list[object]:
+        return []
+
+    setattr(Recaller, "_keyword_hits", no_hits)  # noqa: B010
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     dataset = longmem_data.load(args.data)
@@ -341,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.conversations or (c.id for c in dataset.conversations))
         dataset = dataset.only(wanted, args.questions)
     started = time.perf_counter()
+    if args.meaning_only:
+        without_keywords()
     results = asyncio.run(run_all(args, dataset))
     print(report(results, dataset))
     if args.details:
