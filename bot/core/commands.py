@@ -62,9 +62,12 @@ async def pin(engine: Engine, call: CommandCall) -> Reply:
     pins = list(await engine.store.pins(channel_key=channel))
     candidate = Pin(0, channel, text, 0, name, 0.0)
     settings = engine.settings_for(call.conversation)
-    budget = engine.budget(settings)
-    pins_after = engine.tokenizer.count(render_pins([*pins, candidate]))
+    rendered = render_pins([*pins, candidate])
+    pins_after = engine.tokenizer.count(rendered)
     needed = engine.tokenizer.count(settings.system_prompt) + pins_after
+    # The budget for a prompt in the scripts of the system prompt and pins.
+    head = engine.gauge.tokens([{"content": settings.system_prompt}, {"content": rendered}], needed)
+    budget = engine.budget(settings, head)
     allowed = int(budget * MAX_PIN_SHARE)
     if needed > allowed:
         return _error(
@@ -351,12 +354,7 @@ async def format_stats(
     lines.append("Lifetime usage reported by the API:" if usage_lines else "No API usage yet.")
     lines.extend(usage_lines)
     lines.append(f"Chat model: {engine.tokenizer.describe()}")
-    calibration = engine.calibrator.get(engine.chat.model)
-    if calibration is not None:
-        lines.append(
-            f"  server counts {calibration.ratio:.3f}x our count over "
-            f"{counted(calibration.samples, 'reply', 'replies')}"
-        )
+    lines.extend(engine.calibrator.describe(engine.chat.model))
     lines.append(f"Summary model: {engine.summarizer.model}")
     if prompt.budget != settings.max_context_tokens:
         lines.append(f"Budget calibrated from {settings.max_context_tokens:,} tokens.")

@@ -22,6 +22,7 @@ from bot.core.locks import Locks
 from bot.core.memory.calibration import Calibrator
 from bot.core.memory.importance import score
 from bot.core.memory.recall import Recaller
+from bot.core.memory.scripts import ScriptTokens
 from bot.core.memory.summarizer import Summarizer
 from bot.core.memory.tokens import ChatTokenizer
 from bot.core.models import (
@@ -41,6 +42,7 @@ from bot.core.observe import NoObserver, Observer
 from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
+from bot.core.prompt.budget import build_within
 from bot.core.settings import Settings, SettingsSource
 from bot.core.wording import counted
 
@@ -93,6 +95,7 @@ class Engine:
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
+        self.gauge = calibrator.gauge(chat.model, tokenizer.count)
         self.observer: Observer = observer or NoObserver()
         self.clock = clock
         """When an answer is made, in seconds since the epoch (a replay's own time)."""
@@ -128,9 +131,10 @@ class Engine:
         """The settings the conversation's turns and commands use now."""
         return self.settings.for_conversation(conversation)
 
-    def budget(self, settings: Settings) -> int:
-        """The prompt budget under ``settings``, calibrated for the chat model."""
-        return self.calibrator.budget(self.chat.model, settings.max_context_tokens)
+    def budget(self, settings: Settings, mix: ScriptTokens | None = None) -> int:
+        """The prompt budget under ``settings``, calibrated for the chat model, for a prompt
+        whose tokens split by script as ``mix`` (None: as the model's latest prompt did)."""
+        return self.gauge.budget(settings.max_context_tokens, mix)
 
     async def record(
         self, message: IncomingMessage, *, embed: bool = True, awaited: bool = False
@@ -266,9 +270,7 @@ class Engine:
                 prompt_tokens=completion.prompt_tokens or 0,
                 completion_tokens=completion.completion_tokens or 0,
             )
-            await self.calibrator.observe(
-                self.chat.model, estimated=prompt.tokens, reported=completion.prompt_tokens
-            )
+            await self.gauge.observe(prompt.messages, prompt.tokens, completion.prompt_tokens)
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
         if needs_summary(prompt, settings):
@@ -278,19 +280,13 @@ class Engine:
     async def _answer(
         self, conversation: Conversation, stored: StoredMessage, settings: Settings
     ) -> tuple[Prompt, Completion]:
-        budget = self.budget(settings)
+        limit = settings.max_context_tokens  # in the server's count
+        speaker = Speaker(Person.of(conversation, stored.author_id), stored.author_name)
         # One deadline for the answer, whatever retries it takes.
         deadline = time.monotonic() + settings.reply_deadline_seconds
         for attempt in range(2):
-            prompt = await self.assembler.build(
-                settings=settings,
-                conversation_key=conversation.key,
-                channel_key=conversation.channel_key,
-                through_id=stored.id,
-                current_id=stored.id,
-                budget=budget,
-                query=stored,
-                speaker=Speaker(Person.of(conversation, stored.author_id), stored.author_name),
+            prompt = await self._build(
+                conversation, settings, limit, stored.id, current=stored, speaker=speaker
             )
             try:
                 completion = await self.chat.complete(
@@ -300,10 +296,11 @@ class Engine:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
                     raise
                 log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
-                budget = int(min(budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
+                sent = await self.gauge.cost(prompt.messages, prompt.tokens)
+                limit = int(min(limit, sent) * _SHRINK_ON_OVERFLOW)
                 if exc.context is not None:  # the server said how much fits
                     room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
-                    budget = min(budget, self.calibrator.budget(self.chat.model, room))
+                    limit = min(limit, room)
                 continue
             return prompt, completion
         raise AssertionError("unreachable")
@@ -436,17 +433,37 @@ class Engine:
         """The next prompt, as it would be if ``speaker`` wrote the next message."""
         settings = self.settings_for(conversation)
         through = await self.store.last_message_id(conversation_key=conversation.key)
-        prompt = await self.assembler.build(
-            settings=settings,
-            conversation_key=conversation.key,
-            channel_key=conversation.channel_key,
-            through_id=through,
-            current_id=None,
-            budget=self.budget(settings),
-            speaker=speaker,
-        )
+        limit = settings.max_context_tokens
+        prompt = await self._build(conversation, settings, limit, through, speaker=speaker)
         stored = await self.store.count_messages(conversation_key=conversation.key)
         return Preview(prompt=prompt, stored_messages=stored, settings=settings)
+
+    async def _build(
+        self,
+        conversation: Conversation,
+        settings: Settings,
+        limit: int,
+        through_id: int | None,
+        *,
+        current: StoredMessage | None = None,
+        speaker: Speaker | None = None,
+    ) -> Prompt:
+        """The conversation's prompt through ``through_id`` answering ``current``, the
+        server's count of it within ``limit``."""
+        return await build_within(
+            lambda budget: self.assembler.build(
+                settings=settings,
+                conversation_key=conversation.key,
+                channel_key=conversation.channel_key,
+                through_id=through_id,
+                current_id=current.id if current else None,
+                budget=budget,
+                query=current,
+                speaker=speaker,
+            ),
+            limit=limit,
+            gauge=self.gauge,
+        )
 
     async def search(self, conversation: Conversation, text: str) -> list[StoredMessage]:
         """The conversation's messages that best match ``text``, best first, as recall

@@ -8,10 +8,10 @@ their search terms (what :func:`bot.store.postgres.search.catch_up` would comput
 batch adds them to the conversations' term counts in its transaction. Before copying, the
 target's rows are checked to be that prefix (its last row equal to the source's, as many rows
 up to it): a database holding anything else is refused. The meta values, tokenizer
-calibrations and handled requests (bookkeeping a bot run may have written into the target) are
-made equal to the source's. Afterwards the identity sequences continue past the source's
-greatest ids (those of deleted rows too: ids are never reused), and each table's rows are
-counted on both sides.
+calibration samples and handled requests (bookkeeping a bot run may have written into the
+target) are made equal to the source's. Afterwards the identity sequences continue past the
+source's greatest ids (those of deleted rows too: ids are never reused), and each table's rows
+are counted on both sides.
 
 The source is read in one transaction that holds SQLite's write lock: one snapshot, and a bot
 started meanwhile cannot write to it. A process that has the file open (the bot) is told by
@@ -99,12 +99,16 @@ TABLES: tuple[Table, ...] = (
 
 BOOKKEEPING: tuple[Table, ...] = (
     _table("meta", "key", "key value"),
-    _table("calibration", "model", "model ratio samples updated_at"),
+    _table(
+        "calibration_samples",
+        "id",
+        "id model latin_tokens cjk_tokens other_tokens reported_tokens observed_at",
+    ),
     _table("handled_requests", "request_id", "request_id handled_at"),
 )
 """Made equal to the source's, whatever the target held (a bot run writes them too)."""
 
-IDENTITIES = ("messages", "pins", "summaries", "profile_facts")
+IDENTITIES = ("messages", "pins", "summaries", "profile_facts", "calibration_samples")
 
 
 class MigrationError(Exception):

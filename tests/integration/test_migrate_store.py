@@ -22,7 +22,7 @@ from bot.commands_cli.migrate import migrate_store
 from bot.config import Config, parse_config
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
-from bot.core.ports.store import Calibration, NewSummary, Store, UsageTotals
+from bot.core.ports.store import CalibrationSample, NewSummary, Store, UsageTotals
 from bot.store.postgres.store import PostgresStore
 from bot.store.sqlite.store import SqliteStore
 from tests.conftest import config_dict
@@ -34,6 +34,10 @@ THREAD = Conversation("slack", "T1", "C1", "1700000000.0001")
 DISCORD = Conversation("discord", "G1", "D1")
 ANA = Person("slack", "T1", "U1")
 VECTOR = bytes(range(256)) * 6
+SAMPLES = (
+    CalibrationSample("llama3", 900, 100, 0, 1190),
+    CalibrationSample("llama3", 400, 0, 0, 430),
+)
 
 
 def config(path: Path) -> Config:
@@ -73,7 +77,7 @@ async def say(
 
 async def a_kept_database(path: Path) -> dict[str, int]:
     """What a bot leaves in SQLite: three conversations (one a thread), answers, pins, a
-    summary, profile facts (one forgotten), usage, calibrations, vectors; a deleted message.
+    summary, profile facts (one forgotten), usage, calibration samples, vectors; a deleted message.
     Returns ids the tests look for."""
     store = await SqliteStore.open(str(path))
     try:
@@ -111,7 +115,8 @@ async def a_kept_database(path: Path) -> dict[str, int]:
                 conversation_key=CHANNEL.key, model="gpt-4o-mini", purpose=purpose,
                 prompt_tokens=prompt, completion_tokens=completion,
             )  # fmt: skip
-        await store.save_calibration(calibration=Calibration("llama3", 1.25, 4))
+        await store.add_calibration_sample(sample=SAMPLES[0], keep=64)
+        await store.add_calibration_sample(sample=SAMPLES[1], keep=64)
         for key in ("root", "chinese", "thread"):
             content = {"root": "Who owns the billing service?", "chinese": "访客WiFi密码是多少",
                        "thread": "the rota starts on friday"}[key]  # fmt: skip
@@ -168,7 +173,7 @@ async def test_everything_is_read_back_through_the_postgresql_store(
             UsageTotals("gpt-4o-mini", "chat", 1, 120, 30),
             UsageTotals("gpt-4o-mini", "summary", 1, 900, 80),
         ]
-        assert await store.calibrations() == [Calibration("llama3", 1.25, 4)]
+        assert await store.calibration_samples() == list(SAMPLES)
         assert await store.vector(message_id=ids["thread"], model="emb") == VECTOR
         assert [i for i, _ in await store.vectors(
             conversation_key=CHANNEL.key, before_id=10**9, model="emb", limit=10
@@ -190,6 +195,9 @@ async def test_everything_is_read_back_through_the_postgresql_store(
             channel_key=DISCORD.channel_key, text="x", tokens=1, author_id="U", author_name="U"
         )
         assert pin.id == 2
+        newer = CalibrationSample("llama3", 10, 0, 0, 11)
+        await store.add_calibration_sample(sample=newer, keep=2)  # a new id, past the copied
+        assert await store.calibration_samples() == [SAMPLES[1], newer]
     finally:
         await store.close()
         await before.close()

@@ -55,6 +55,7 @@ from hypothesis import strategies as st
 
 from bot.config import parse_config
 from bot.core.commands import run_command
+from bot.core.memory.calibration import WINDOW
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.models import (
     CommandCall,
@@ -660,14 +661,15 @@ async def settle_says(
         stored = await world.app.store.count_messages(conversation_key=conversation.key)
         assert stored == world.stored[conversation.key], "a message was lost or invented"
     # The server's reported usage over the engine's own count of every prompt it sent (replies
-    # and the summaries answered so far, one model here): a ratio of exactly 1 for each keeps
-    # the calibration at 1.
+    # and the summaries answered so far, one model here, the newest WINDOW kept): a ratio of
+    # exactly 1 for each.
     calibration = world.app.engine.calibrator.get(MODEL)
     summaries = sum(1 for body in world.llm.chat_requests if is_summary_request(body))
     if world.answers:
         assert calibration is not None
-        assert world.answers <= calibration.samples <= world.answers + summaries
-        assert calibration.ratio == 1.0, "the engine's count differs from the server's"
+        assert min(world.answers, WINDOW) <= calibration.samples
+        assert calibration.samples <= min(world.answers + summaries, WINDOW)
+        assert calibration.lowest == calibration.highest == 1.0, "the engine's count differs"
 
 
 async def pin(world: World, action: PinFact) -> None:

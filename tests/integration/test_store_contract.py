@@ -12,7 +12,7 @@ import pytest
 
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
-from bot.core.ports.store import Calibration, Duplicate, NewSummary, Store, UsageTotals
+from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, Store, UsageTotals
 from bot.store.archive import ArchiveError
 from tests.support.stores import KIND_PARAMS, StoreKind, opened_store
 
@@ -360,9 +360,14 @@ async def test_usage_and_calibrations(store: Store) -> None:
         UsageTotals("s", "summary", 1, 5, 1),
     ]
     assert await store.usage(conversation_key=RANDOM.key) == []
-    await store.save_calibration(calibration=Calibration("m", 1.2, 1))
-    await store.save_calibration(calibration=Calibration("m", 1.3, 2))
-    assert list(await store.calibrations()) == [Calibration("m", 1.3, 2)]
+    # Each model keeps its newest samples, oldest first; another model's are left alone.
+    samples = [CalibrationSample("m", 100 + i, 10 * i, i, 120 + 30 * i) for i in range(5)]
+    other = CalibrationSample("s", 50, 0, 0, 55)
+    await store.add_calibration_sample(sample=samples[0], keep=3)
+    await store.add_calibration_sample(sample=other, keep=3)
+    for sample in samples[1:]:
+        await store.add_calibration_sample(sample=sample, keep=3)
+    assert list(await store.calibration_samples()) == [other, *samples[2:]]
 
 
 async def test_reset_forgets_one_conversation(store: Store) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, Role
+from bot.core.ports.store import CalibrationSample
 from bot.store.sqlite.store import SCHEMA_VERSION, SqliteStore
 from tests.support import old_schemas
 
@@ -36,6 +37,7 @@ def old_database(path: Path, version: int) -> None:
             " ?, 1.0)",
             (id_, GENERAL.key, reply_to, role, author.lower(), author, content, f"p{id_}"),
         )
+    db.execute("INSERT INTO calibration VALUES ('llama3', 1.25, 4, 1.0)")
     db.execute(
         "INSERT INTO pins (channel_key, text, tokens, author_id, author_name, created_at)"
         " VALUES (?, 'deploys on Fridays', 4, 'ana', 'Ana', 1.0)",
@@ -69,6 +71,7 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
         )
         counts = await store.term_counts(conversation_key=GENERAL.key, terms=["tangerine", "42"])
         stored = await store.count_messages(conversation_key=GENERAL.key)
+        calibration = await store.calibration_samples()
         added = await store.add_message(
             conversation=GENERAL,
             role=Role.USER,
@@ -93,6 +96,8 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
     assert [m.id for m in chinese] == [3]
     assert counts == {"tangerine": 2, "42": 2} and stored == 3
     assert [m.id for m in locker] == [added.id]
+    # A model's one ratio is carried over as a sample of 1,000 Latin tokens.
+    assert calibration == [CalibrationSample("llama3", 1000, 0, 0, 1250)]
     shell = sqlite3.connect(path)  # no bot functions registered, as in the sqlite3 shell
     try:
         assert shell.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -11,7 +11,7 @@ import pytest
 
 from bot.core.memory.terms import document_terms, query_terms
 from bot.core.models import Conversation, Role
-from bot.core.ports.store import Duplicate, NewSummary, StorageError
+from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, StorageError
 from bot.store.archive import BackupError
 from bot.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.store import PostgresStore
@@ -192,6 +192,26 @@ async def test_a_database_indexed_before_accents_were_folded_is_indexed_again_on
         await store.close()
     assert sorted(m.content for m in found) == ["Zoe parks in bay 17", "Zoë joined the team"]
     assert counts == {"zoe": 1, "zoë": 1, "the": 1}  # counted once each, as written
+
+
+async def test_a_calibration_ratio_of_schema_3_is_carried_over_as_a_sample(
+    postgres_url: str,
+) -> None:
+    db = await asyncpg.connect(postgres_url)
+    try:
+        await db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        await db.execute("INSERT INTO schema_version (version) VALUES (3)")
+        for script in MIGRATIONS[:3]:
+            await db.execute(script)
+        await db.execute("INSERT INTO calibration VALUES ('llama3', 1.25, 4, 1.0)")
+    finally:
+        await db.close()
+    store = await PostgresStore.open(postgres_url)
+    try:
+        kept = await store.calibration_samples()
+    finally:
+        await store.close()
+    assert kept == [CalibrationSample("llama3", 1000, 0, 0, 1250)]
 
 
 async def test_a_refused_write_is_a_storage_error_numbered_by_spell(postgres_url: str) -> None:

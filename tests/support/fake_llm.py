@@ -179,6 +179,30 @@ def count_prompt_tokens(model: str, messages: Sequence[JSON]) -> int:
     return total
 
 
+_CJK_RUNS = re.compile("[\u3000-\u303f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]+")
+
+
+def by_script(*, cjk: float, rest: float) -> Callable[[str, Sequence[JSON]], int]:
+    """A server tokenizer that takes ``cjk`` times OpenAI's tokens for Chinese, Japanese and
+    Korean text and ``rest`` times them for everything else (format overhead included): a
+    small model's vocabulary, English-heavy, spends more on Han than tiktoken does. For
+    ``FakeLLM.prompt_counter``."""
+
+    def count(model: str, messages: Sequence[JSON]) -> int:
+        enc = encoding_for(model)
+        han = sum(
+            len(enc.encode_ordinary(run))
+            for message in messages
+            for value in message.values()
+            if isinstance(value, str)
+            for run in _CJK_RUNS.findall(value)
+        )
+        other = count_prompt_tokens(model, messages) - han
+        return round(han * cjk + other * rest)
+
+    return count
+
+
 def fake_embedding(text: str) -> list[float]:
     """Deterministic unit vector from a hash of ``text`` (values exact in float32)."""
     digest = hashlib.sha256(text.encode()).digest()
@@ -194,6 +218,9 @@ class FakeLLM:
         self.models = list(models)
         self.responder: Responder = echo
         self.prompt_token_factor: dict[str, float] = {}
+        self.prompt_counter: dict[str, Callable[[str, Sequence[JSON]], int]] = {}
+        """Per model: how the server counts a prompt (e.g. :func:`by_script`), in place of
+        OpenAI's count times ``prompt_token_factor``."""
         self.context_window: dict[str, int] = {}
         """Per model: a request whose prompt (as this server counts it) plus ``max_tokens``
         exceeds this gets llama.cpp's HTTP 400 ``context_length_exceeded``."""
@@ -387,7 +414,11 @@ class FakeLLM:
         return web.json_response(result, status=reply.status, headers=reply.headers)
 
     def _usage(self, model: str, messages: list[JSON], reply: Reply) -> JSON:
+        """The usage reported: ``prompt_tokens`` as the reply says, or as this server counts."""
         prompt = reply.prompt_tokens
+        counter = self.prompt_counter.get(model)
+        if prompt is None and counter is not None:
+            prompt = counter(model, messages)
         if prompt is None:
             factor = self.prompt_token_factor.get(model, 1.0)
             prompt = round(count_prompt_tokens(model, messages) * factor)

@@ -169,7 +169,7 @@ class Summarizer:
         self._store = store
         self._model = model
         self._tokenizer = tokenizer
-        self._calibrator = calibrator
+        self._gauge = calibrator.gauge(model.model, tokenizer.count) if calibrator else None
         self._context: int | None = None
         """The summary model's context window in the server's tokens, once an error said."""
 
@@ -280,15 +280,16 @@ class Summarizer:
 
     def _input_cap(self, configured: int, summary_tokens: int) -> int:
         """The most tokens of messages (in the bot's count) one summary call reads: the
-        configured cap, scaled by what the server counts against the bot, and within the
-        model's context once known, beside the instructions, a previous summary and the
-        answer."""
-        if self._calibrator is None:
+        configured cap, scaled by what the server counts against the bot (for the mix of
+        scripts of the model's latest prompt), and within the model's context once known,
+        beside the instructions, a previous summary and the answer. A summary call that
+        overflows the context is retried smaller (:meth:`_smaller`)."""
+        if self._gauge is None:
             return configured
-        cap = self._calibrator.budget(self.model, configured)
+        cap = self._gauge.budget(configured)
         if self._context is not None:
             fixed = self._tokenizer.count(SUMMARY_INSTRUCTIONS) + 2 * summary_tokens + 64
-            room = self._calibrator.budget(self.model, self._context) - fixed
+            room = self._gauge.budget(self._context) - fixed
             cap = min(cap, room)
         return max(cap, _SMALLEST_INPUT)
 
@@ -436,12 +437,9 @@ class Summarizer:
             {"role": "user", "content": "\n\n".join(parts)},
         ]
         completion = await self._model.complete(messages, max_tokens=summary_tokens)
-        if self._calibrator is not None:
-            await self._calibrator.observe(
-                self.model,
-                estimated=self._tokenizer.count_messages(messages),
-                reported=completion.prompt_tokens,
-            )
+        if self._gauge is not None:
+            ours = self._tokenizer.count_messages(messages)
+            await self._gauge.observe(messages, ours, completion.prompt_tokens)
         await self._store.record_usage(
             conversation_key=key,
             model=completion.model,

@@ -104,10 +104,14 @@ class TurnCost:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class CalibrationSample:
+    """One prompt as the bot counted it, split by script, and as the model's server did."""
+
     model: str
-    ratio: float
-    samples: int
+    latin: int
+    cjk: int
+    other: int
+    reported: int
 
 
 class Duplicate(Exception):
@@ -371,7 +375,7 @@ class MemoryStore(Protocol):
 
 
 class UsageStore(Protocol):
-    """Token usage per conversation, and the tokenizer calibrations per model."""
+    """Token usage per conversation, and the samples tokenizers are calibrated from, per model."""
 
     async def record_usage(
         self,
@@ -390,10 +394,12 @@ class UsageStore(Protocol):
         """The conversation's totals, by purpose then model."""
         ...
 
-    async def calibrations(self) -> Sequence[Calibration]: ...
+    async def calibration_samples(self) -> Sequence[CalibrationSample]:
+        """Every model's samples, oldest first."""
+        ...
 
-    async def save_calibration(self, *, calibration: Calibration) -> None:
-        """Keep ``calibration`` as its model's (replacing the one before)."""
+    async def add_calibration_sample(self, *, sample: CalibrationSample, keep: int) -> None:
+        """Keep ``sample`` and, of its model's samples, only the newest ``keep``."""
         ...
 
 

@@ -22,6 +22,7 @@ from bot.core.models import (
 )
 from bot.core.ports.llm import Completion, LLMError, StreamEnd
 from bot.core.prompt.assembler import PromptTooLarge
+from bot.core.prompt.budget import build_within
 from bot.ops.evaluate.report import FactResult, StrategyResult, locate
 from bot.ops.evaluate.transcript import Fact, PinLine, Probe, Transcript
 from bot.wiring import open_app
@@ -145,13 +146,17 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
     )
     settings = engine.settings_for(CHANNEL)
     try:
-        prompt = await engine.assembler.build(
-            settings=settings,
-            conversation_key=CHANNEL.key,
-            channel_key=CHANNEL.channel_key,
-            through_id=stored.id,
-            current_id=stored.id,
-            budget=engine.budget(settings),
+        prompt = await build_within(
+            lambda budget: engine.assembler.build(
+                settings=settings,
+                conversation_key=CHANNEL.key,
+                channel_key=CHANNEL.channel_key,
+                through_id=stored.id,
+                current_id=stored.id,
+                budget=budget,
+            ),
+            limit=settings.max_context_tokens,
+            gauge=engine.gauge,
         )
         completion = await engine.chat.complete(
             prompt.messages, max_tokens=settings.max_reply_tokens

@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.core.models import FactSource, Person, Pin, ProfileFact, Summary, render_content
 from bot.core.ports.store import (
-    Calibration,
+    CalibrationSample,
     ConversationInfo,
     ImportedRecords,
     NewSummary,
@@ -141,11 +141,19 @@ class MemoryStore(Messages, Leases):
         ]
         return sorted(totals, key=lambda total: (total.purpose, total.model))
 
-    async def calibrations(self) -> Sequence[Calibration]:
-        return list(self._calibrations.values())
+    async def calibration_samples(self) -> Sequence[CalibrationSample]:
+        return list(self._calibration_samples)
 
-    async def save_calibration(self, *, calibration: Calibration) -> None:
-        self._calibrations[calibration.model] = calibration
+    async def add_calibration_sample(self, *, sample: CalibrationSample, keep: int) -> None:
+        samples = [*self._calibration_samples, sample]
+        extra = sum(s.model == sample.model for s in samples) - keep  # its oldest go
+        kept = []
+        for held in samples:
+            if held.model == sample.model and extra > 0:
+                extra -= 1
+                continue
+            kept.append(held)
+        self._calibration_samples = kept
 
     # -- admin ---------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage, Summary
-from bot.core.ports.store import Calibration
+from bot.core.ports.store import CalibrationSample
 
 
 @dataclass
@@ -80,7 +80,7 @@ class Tables:
         self.summaries: dict[int, Summary] = {}
         self._vectors: dict[int, tuple[str, bytes]] = {}  # message id: model, vector
         self._usage: dict[tuple[str, str, str], tuple[int, int, int]] = {}
-        self._calibrations: dict[str, Calibration] = {}
+        self._calibration_samples: list[CalibrationSample] = []
         self._meta: dict[str, str] = {}
         self._requests: dict[str, float] = {}
         self.lease_rows: dict[str, tuple[str, float]] = {}  # name: holder, runs until

@@ -1,11 +1,12 @@
-"""What the model was asked, per conversation, model and purpose; tokenizer calibrations."""
+"""What the model was asked, per conversation, model and purpose; the samples tokenizers are
+calibrated from."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 
-from bot.core.ports.store import Calibration, UsageTotals
+from bot.core.ports.store import CalibrationSample, UsageTotals
 from bot.store.postgres.connection import Connection
 
 
@@ -41,17 +42,28 @@ class Usage(Connection):
         )
         return [UsageTotals(*row) for row in rows]
 
-    async def calibrations(self) -> Sequence[Calibration]:
-        rows = await self._rows("SELECT model, ratio, samples FROM calibration ORDER BY model")
-        return [Calibration(*row) for row in rows]
-
-    async def save_calibration(self, *, calibration: Calibration) -> None:
-        await self._write(
-            "INSERT INTO calibration (model, ratio, samples, updated_at) VALUES ($1, $2, $3, $4)"
-            " ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio,"
-            " samples = excluded.samples, updated_at = excluded.updated_at",
-            calibration.model,
-            calibration.ratio,
-            calibration.samples,
-            time.time(),
+    async def calibration_samples(self) -> Sequence[CalibrationSample]:
+        rows = await self._rows(
+            "SELECT model, latin_tokens, cjk_tokens, other_tokens, reported_tokens"
+            " FROM calibration_samples ORDER BY id"
         )
+        return [CalibrationSample(*row) for row in rows]
+
+    async def add_calibration_sample(self, *, sample: CalibrationSample, keep: int) -> None:
+        async with self._transaction() as db:
+            await db.execute(
+                "INSERT INTO calibration_samples (model, latin_tokens, cjk_tokens, other_tokens,"
+                " reported_tokens, observed_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                sample.model,
+                sample.latin,
+                sample.cjk,
+                sample.other,
+                sample.reported,
+                time.time(),
+            )
+            await db.execute(
+                "DELETE FROM calibration_samples WHERE model = $1 AND id <= (SELECT id FROM"
+                " calibration_samples WHERE model = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+                sample.model,
+                keep,
+            )

@@ -297,6 +297,26 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX awaiting_by_conversation ON awaiting (conversation, message_id);
     CREATE INDEX awaiting_by_platform ON awaiting (platform, message_id);
     """,
+    # 12: a tokenizer's calibration is fitted per script from the newest prompts' counts (ours
+    # split into Latin, CJK and other scripts; the server's), no longer kept as one ratio. A
+    # model's ratio so far is carried over as one sample of 1,000 Latin tokens.
+    """
+    CREATE TABLE calibration_samples (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        model TEXT NOT NULL,
+        latin_tokens INTEGER NOT NULL,
+        cjk_tokens INTEGER NOT NULL,
+        other_tokens INTEGER NOT NULL,
+        reported_tokens INTEGER NOT NULL,
+        observed_at REAL NOT NULL
+    );
+    CREATE INDEX calibration_samples_by_model ON calibration_samples (model, id);
+    INSERT INTO calibration_samples
+        (model, latin_tokens, cjk_tokens, other_tokens, reported_tokens, observed_at)
+        SELECT model, 1000, 0, 0, CAST(ROUND(1000 * ratio) AS INTEGER), updated_at
+        FROM calibration ORDER BY model;
+    DROP TABLE calibration;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

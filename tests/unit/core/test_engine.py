@@ -143,10 +143,12 @@ async def test_a_foreign_models_budget_is_calibrated_from_its_reported_usage() -
             await core.engine.handle_message(said(f"message {i}"))
         calibration = core.engine.calibrator.get("local-model")
         budget = core.engine.budget(core.engine.settings_for(GENERAL))
-        saved = list(await core.store.calibrations())
-    assert calibration is not None and calibration.ratio > 1.9
-    assert budget < 8000 / 1.9
-    assert saved == [calibration]
+        saved = list(await core.store.calibration_samples())
+    assert calibration is not None and calibration.rates[0] > 1.9
+    assert budget < 8000 / 2
+    assert [s.reported / (s.latin + s.cjk + s.other) for s in saved] == pytest.approx(
+        [2.0] * 5, abs=0.1
+    )
 
 
 @pytest.mark.parametrize("include_pins", [False, True])
