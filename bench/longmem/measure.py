@@ -17,7 +17,8 @@ apart:
   distinctive words): a summary's fact line, or a "Kept verbatim:" line shortened to its
   numbers and dates;
 - **dated** (``when`` questions): present on a line that also holds the message's date
-  (recall's lines and the summary's kept lines carry one; recent turns do not);
+  (recall's lines and the summary's kept lines carry one), or, in the recent turns, under a
+  day line of the message's date (turns that span days show one before each day's first);
 - **stale only** (``changed`` questions): an earlier value's message is present and the
   current one is not.
 """
@@ -116,13 +117,28 @@ def _lines(text: str) -> list[str]:
     return [normalized(line) for line in text.split("\n") if line.strip()]
 
 
+_DAY_LINE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _dated(wanted: str, date: str, lines: list[str], recent: bool) -> bool:
+    """Whether a line holding ``wanted`` holds ``date`` too, or (in the recent turns) comes
+    under a day line of ``date``."""
+    day = None
+    for line in lines:
+        if recent and _DAY_LINE.fullmatch(line):
+            day = line
+        elif wanted in line and (date in line or day == date):
+            return True
+    return False
+
+
 def locate(message: Message, prompt_layers: dict[str, str]) -> Where:
     wanted = normalized(message.text)
     date = message.ts[:10]
     for layer in LAYERS:
         text = prompt_layers[layer]
         if text and wanted in normalized(text):
-            dated = any(wanted in line and date in line for line in _lines(text))
+            dated = _dated(wanted, date, _lines(text), recent=layer == "recent")
             return Where(message.id, layer, dated=dated)
     summary_lines = [line for line in prompt_layers["summary"].split("\n") if line.strip()]
     gist = any(covered(message.text, line) for line in summary_lines[1:])

@@ -153,12 +153,13 @@ class StoredMessage(NamedTuple):
     def rendered(self) -> str:
         return render_content(self.role, self.author_name, self.content)
 
-    def prompt_message(self) -> dict[str, str]:
-        """The message as the chat completions API takes it."""
-        return {
-            "role": _ROLE_NAMES[self.role],
-            "content": render_content(self.role, self.author_name, self.content),
-        }
+    def prompt_message(self, day: str | None = None) -> dict[str, str]:
+        """The message as the chat completions API takes it; ``day``: the date it opens with
+        (:func:`day_line`; a user message's only: the prompt's dates say when people spoke)."""
+        content = render_content(self.role, self.author_name, self.content)
+        if day is not None and self.role is Role.USER:
+            content = day_line(day) + content
+        return {"role": _ROLE_NAMES[self.role], "content": content}
 
 
 _ROLE_NAMES = {role: role.value for role in Role}  # faster than Role.value, per message
@@ -202,11 +203,21 @@ def render_content(role: Role, author_name: str, text: str) -> str:
     return text
 
 
-_SPEAKER_TAG = re.compile(r"\[([^\]\n]{1,100})\][ \t]*")
+def day_line(day: str) -> str:
+    """What opens the first user message of a day among a prompt's recent turns, when they
+    span days (:mod:`bot.core.prompt.dates`): the day (:func:`utc_day`) on a line of its own,
+    before the speaker's tag. A line break followed by ``[`` always starts a new token, so the
+    message costs what its stored count says plus what the line alone costs."""
+    return f"{day}\n"
+
+
+_DAY_LINE = r"\d{4}-\d{2}-\d{2}\n"
+_SPEAKER_TAG = re.compile(rf"(?:{_DAY_LINE})?\[([^\]\n]{{1,100}})\][ \t]*")
 
 
 def speaker_of(content: str) -> str | None:
-    """Who a user message in the prompt says wrote it (:func:`render_content`'s tag)."""
+    """Who a user message in the prompt says wrote it (:func:`render_content`'s tag, after
+    the :func:`day_line` that may open it)."""
     match = _SPEAKER_TAG.match(content)
     return match.group(1) if match else None
 
@@ -231,10 +242,17 @@ def utc_minute(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def utc_day(seconds: float) -> str:
+    """The UTC day of a time, as the prompt's recent turns are dated: ``2026-12-04``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d")
+
+
 def strip_speaker_tags(reply: str, speakers: Iterable[str]) -> str:
     """A reply without the speaker tags (``[Ana] ``) a model copied to its start from the
-    user messages it was shown: small models imitate that prefix, and a reply that starts by
-    naming someone reads as theirs. Tags naming nobody who spoke (``[1]``) are kept."""
+    user messages it was shown, with the date line that may open one (``2026-12-04``, then
+    ``[Ana] ``): small models imitate that prefix, and a reply that starts by naming someone
+    reads as theirs. Tags naming nobody who spoke (``[1]``) are kept, and so is a date line
+    no such tag follows (it may be the answer)."""
     names = {clean_name(name).casefold() for name in speakers} | {"assistant", "assistant (you)"}
     text = reply.lstrip()
     while (match := _SPEAKER_TAG.match(text)) and match.group(1).strip().casefold() in names:

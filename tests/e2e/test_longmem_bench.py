@@ -140,9 +140,10 @@ async def test_evidence_is_found_in_the_layer_it_is_in_and_missing_once_evicted(
 
     found = outcomes(data, [(a.question, a.messages) for a in searched.asked])
     where = {o.question.id: [(w.layer, w.dated) for w in o.found] for o in found}
-    # Recall brings the early fact back, with its date; recent turns carry none.
+    # Recall brings the early fact back, with its date; the recent turns span two days (the
+    # questions come later), so they are dated too.
     assert where["t1-q1"] == [("recall", True)]
-    assert where["t1-q5"] == [("recent", False), ("recall", True)]
+    assert where["t1-q5"] == [("recent", True), ("recall", True)]
     assert groups(found)["multi"].complete == 1
     # Questions are deleted once asked: none is recalled for a later one.
     assert not any(
@@ -183,6 +184,10 @@ def test_the_layers_are_split_by_their_headings_and_gists_count_apart() -> None:
     assert split["pins"].startswith(PINS_HEADING) and "4471#" in split["pins"]
     assert split["summary"].startswith(SUMMARY_HEADING)
     assert split["recent"] == "[Ana]   Moving  to PORTO"  # the last message is the question
+    # Recent turns are dated by the day line over them, when they span days.
+    for day, dated_here in (("2025-02-01", True), ("2025-01-31", False)):
+        recent = f"{day}\n[Ana]   Moving  to PORTO\n2025-02-02\n[Bo] ok"
+        assert locate(stale, {**split, "recent": recent}).dated is dated_here
     # Case and spacing don't matter; a gist in the summary is not presence but is noted.
     assert locate(stale, split).layer == "recent"
     where = locate(evidence, split)

@@ -4,6 +4,7 @@ server."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -565,6 +566,58 @@ async def test_a_speaker_tag_the_model_copies_to_its_reply_is_not_posted_or_kept
     assert reply is not None and reply.text == "The budget is 4200."
     assert cited is not None and cited.text == "[1] See the release notes."  # names nobody
     assert contents(chat_bodies(llm)[-1])[-2] == "The budget is 4200."
+
+
+def at(day: int, hour: int) -> datetime:
+    return datetime(2026, 12, day, hour, tzinfo=UTC)
+
+
+async def test_recent_turns_over_several_days_show_each_days_date_once(
+    app: App, llm: FakeLLM
+) -> None:
+    """A question about *when* finds each recent message's day: the first message of each
+    UTC day, and the first of the window, open with the date; answers are never dated."""
+    llm.script("Noted.", "Friday it is.", "On 2026-12-03.")
+    script = [
+        (at(1, 9), "Ana", "the release is on Friday", False),
+        (at(1, 23), "Bo", "ok, Friday", True),
+        (at(3, 8), "Ana", "the budget is 4200", False),
+        (at(3, 9), "Bo", "confirmed", True),
+        (at(4, 10), "Ana", "when did we set the budget?", True),
+    ]
+    for sent_at, who, text, addressed in script:
+        message = IncomingMessage(GENERAL, who.lower(), who, text, addressed, sent_at=sent_at)
+        await app.engine.handle_message(message)
+    first_day, second_day, last = (contents(body)[1:] for body in chat_bodies(llm))
+    assert first_day == ["[Ana] the release is on Friday", "[Bo] ok, Friday"]  # one day
+    assert second_day[0] == "2026-12-01\n[Ana] the release is on Friday"
+    assert last == [
+        "2026-12-01\n[Ana] the release is on Friday",
+        "[Bo] ok, Friday",
+        "Noted.",
+        "2026-12-03\n[Ana] the budget is 4200",
+        "[Bo] confirmed",
+        "Friday it is.",
+        "2026-12-04\n[Ana] when did we set the budget?",
+    ]
+    calibration = app.engine.calibrator.get("gpt-4o-mini")
+    assert calibration is not None and calibration.ratio == 1.0  # counted exactly, dates too
+    preview = (await app.engine.preview(GENERAL)).prompt
+    assert preview.tokens == count_prompt_tokens("gpt-4o-mini", preview.messages)
+    assert contents({"messages": preview.messages})[1] == last[0]
+
+
+async def test_recent_turns_within_one_day_show_no_date(app: App, llm: FakeLLM) -> None:
+    for hour, text in ((0, "good morning"), (12, "lunch?"), (23, "good night")):
+        message = IncomingMessage(GENERAL, "ana", "Ana", text, True, sent_at=at(2, hour))
+        await app.engine.handle_message(message)
+    assert contents(chat_bodies(llm)[-1])[1:] == [
+        "[Ana] good morning",
+        "echo: [Ana] good morning",
+        "[Ana] lunch?",
+        "echo: [Ana] lunch?",
+        "[Ana] good night",
+    ]
 
 
 async def test_summaries_learn_a_small_summary_models_context_and_fold_in_smaller_calls(

@@ -47,6 +47,7 @@ import re
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,9 @@ from tests.support.fake_llm import FakeLLM, Item, count_prompt_tokens, encoding_
 from tests.support.fake_llm import Reply as ScriptedReply
 
 MODEL = "gpt-4o-mini"
+SENT_AT = datetime(2026, 12, 4, 12, tzinfo=UTC)
+"""When every message here is sent: within one day, the prompts show no dates (prompts that
+span days are tests/unit/core/test_dated_prompts.py's)."""
 SYSTEM_PROMPT: str = BASE_CONFIG["system_prompt"]
 
 ALPHA = Conversation.console("alpha")
@@ -607,7 +611,9 @@ async def say(world: World, action: Say) -> tuple[Turn, Reply | None, list[str]]
     speaker = Speaker(Person.of(conversation, author_id), name or author_id)
     before = await heads(world, conversation, speaker)
     reply = await world.app.engine.handle_message(
-        IncomingMessage(conversation, author_id, name, text, addressed=action.addressed)
+        IncomingMessage(
+            conversation, author_id, name, text, addressed=action.addressed, sent_at=SENT_AT
+        )
     )
     after = await heads(world, conversation, speaker)
     stored = await world.app.store.recent_messages(
@@ -696,7 +702,9 @@ async def blank(world: World, action: Blank) -> None:
     conversation = CONVERSATIONS[action.where]
     author_id, name = SPEAKERS[action.who]
     reply = await world.app.engine.handle_message(
-        IncomingMessage(conversation, author_id, name, action.text, addressed=action.addressed)
+        IncomingMessage(
+            conversation, author_id, name, action.text, action.addressed, sent_at=SENT_AT
+        )
     )
     if action.addressed:
         assert reply is not None and reply.kind is ReplyKind.INFO, reply
@@ -926,7 +934,9 @@ def test_the_message_being_answered_is_last_even_when_a_summary_lands_meanwhile(
 
                     def said(who: int, text: str, addressed: bool = True) -> IncomingMessage:
                         author_id, name = SPEAKERS[who]
-                        return IncomingMessage(ALPHA, author_id, name, text, addressed=addressed)
+                        return IncomingMessage(
+                            ALPHA, author_id, name, text, addressed, sent_at=SENT_AT
+                        )
 
                     async def stored(count: int) -> bool:
                         return await store.count_messages(conversation_key=ALPHA.key) >= count

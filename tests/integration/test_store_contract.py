@@ -158,6 +158,42 @@ async def test_edits_deletions_marks_and_links(store: Store) -> None:
     assert await store.find_message(conversation_key=key, message_id="m1") is None
 
 
+async def test_turns_carry_when_the_person_opening_them_wrote(store: Store) -> None:
+    """The prompt dates its turns by it; a turn the model's own message opens (a copy, or an
+    answer whose question is gone) has no such time."""
+    key = GENERAL.key
+    question = await add(store, "when?", message_id="q", at=1_000.5)
+    await add(store, "then", reply_to=question, at=2_000.0)
+    important = await add(store, "decided", importance=1, at=3_000.0)
+    copied = await store.add_message(
+        conversation=GENERAL,
+        role=Role.ASSISTANT,
+        author_id="bot",
+        author_name="Bot",
+        content="seeded",
+        tokens=1,
+        message_id=None,
+        created_at=4_000.0,
+    )
+    costs = await store.turn_costs(
+        conversation_key=key, through_id=copied.id, after_turn=0, before_turn=None, limit=10
+    )
+    assert [(c.turn, c.opened_at) for c in costs] == [
+        (copied.id, None),
+        (important, 3_000.0),
+        (question, 1_000.5),
+    ]
+    found = await store.important_turns(
+        conversation_key=key, through_id=copied.id, after_turn=0, through_turn=copied.id, turns=5
+    )
+    assert [(c.turn, c.opened_at) for c in found] == [(important, 3_000.0)]
+    await store.delete_message(conversation_key=key, message_id="q")
+    costs = await store.turn_costs(
+        conversation_key=key, through_id=copied.id, after_turn=0, before_turn=important, limit=10
+    )
+    assert [(c.turn, c.opened_at) for c in costs] == [(question, None)]
+
+
 async def test_turn_costs_and_important_turns(store: Store) -> None:
     key = GENERAL.key
     one = await add(store, "one two three")

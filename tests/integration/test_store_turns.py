@@ -105,15 +105,20 @@ actions = st.one_of(
 
 def expected_turns(db: sqlite3.Connection, key: str, through: int, after: int) -> list[TurnCost]:
     rows = db.execute(
-        "SELECT id, COALESCE(reply_to, id), tokens, importance > 0 OR marks > 0 FROM messages"
+        "SELECT id, COALESCE(reply_to, id), tokens, importance > 0 OR marks > 0,"
+        " CASE WHEN reply_to IS NULL AND role = 'user' THEN created_at END FROM messages"
         " WHERE conversation = ? AND id <= ? AND COALESCE(reply_to, id) > ? ORDER BY id",
         (key, through, after),
     ).fetchall()
     turns: dict[int, TurnCost] = {}
-    for message_id, turn, tokens, important in rows:
+    for message_id, turn, tokens, important, opened_at in rows:
         old = turns.get(turn, TurnCost(turn, (), 0, False))
         turns[turn] = TurnCost(
-            turn, (*old.ids, message_id), old.tokens + tokens, old.important or bool(important)
+            turn,
+            (*old.ids, message_id),
+            old.tokens + tokens,
+            old.important or bool(important),
+            opened_at if message_id == turn else old.opened_at,
         )
     return [turns[turn] for turn in sorted(turns, reverse=True) if turn <= through]
 

@@ -101,6 +101,9 @@ class TurnCost:
     """Their token counts added up (without the chat format's overhead per message)."""
     important: bool
     """One of them is scored important or marked with 📌."""
+    opened_at: float | None = None
+    """When the person's message that opens the turn was written (None: the turn opens with
+    one of the model's own messages, or that message is gone): the prompt dates turns by it."""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 The layout (:mod:`.layout`): the system message with the system prompt, pins, the speaker's
 profile and the summary; then, when recall is on and finds something, a second system message
 with earlier messages that may be relevant (:mod:`..memory.recall`); then as many recent turns
-as fit, oldest first (:mod:`.fit`); the current message last. Stored messages are never
-deleted here: the prompt is a view.
+as fit, oldest first (:mod:`.fit`), dated when they span days (:mod:`.dates`); the current
+message last. Stored messages are never deleted here: the prompt is a view.
 
 Recall searches first, with the message being answered as the query, and holds back what its
 best matches would take (at most the recall allowance) while the recent turns are fitted; then
@@ -24,6 +24,7 @@ from bot.core.memory.recall import NOTHING, Recalled, Recaller
 from bot.core.memory.tokens import REPLY_PRIMING, ChatTokenizer
 from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage
 from bot.core.ports.store import Store, TurnCost
+from bot.core.prompt.dates import Dates
 from bot.core.prompt.fit import Fit, PromptTooLarge, fit_turns, promote
 from bot.core.prompt.layout import Breakdown, Head, Prompt, fit_profile, profile_cap
 from bot.core.settings import Settings
@@ -74,6 +75,7 @@ class Assembler:
     ) -> None:
         self._store = store
         self._count = tokenizer.count
+        self._dates = Dates(tokenizer.count)
         self._recaller = recaller
 
     async def build(
@@ -125,7 +127,8 @@ class Assembler:
         messages = [{"role": "system", "content": head.text}]
         if recalled.messages:
             messages.append(recalled.prompt_message())
-        messages.extend(row.prompt_message() for row in rows)
+        days = self._dates.marks(fit.kept)
+        messages.extend(row.prompt_message(days.get(row.id)) for row in rows)
         return Prompt(
             messages=messages,
             tokens=fixed + recalled.tokens + fit.tokens,
@@ -166,6 +169,7 @@ class Assembler:
                 available=span.available,
                 current_id=span.current_id,
                 max_turns=settings.max_turns,
+                dates=self._dates,
             )
             recalled = NOTHING
         else:
@@ -187,6 +191,7 @@ class Assembler:
                 current_id=span.current_id,
                 keep_recent=settings.keep_recent_turns,
                 max_turns=settings.max_turns,
+                dates=self._dates,
             )
         return fit, recalled
 
@@ -208,6 +213,7 @@ class Assembler:
             current_id=span.current_id,
             hold=planned.tokens,
             max_turns=settings.max_turns,
+            dates=self._dates,
         )
         if not found:
             return fit, NOTHING
@@ -228,6 +234,7 @@ class Assembler:
                 hold=recalled.tokens,
                 max_turns=settings.max_turns,
                 stop_turns=frozenset(m.turn_id for m in recalled.messages),
+                dates=self._dates,
             )
         return fit, recalled
 
@@ -248,7 +255,11 @@ class Assembler:
                 return turns
             turns.extend(page)
             roomiest = fit_turns(
-                turns, available=span.available, current_id=span.current_id, max_turns=max_turns
+                turns,
+                available=span.available,
+                current_id=span.current_id,
+                max_turns=max_turns,
+                dates=self._dates,
             )
             if roomiest.boundary is not None:
                 return turns

@@ -133,7 +133,8 @@ async def _pin(engine: Engine, user: str, text: str, errors: list[str]) -> None:
 
 async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[bool, str | None]:
     """Ask one probe against the replayed conversation; the question is removed afterwards,
-    so every probe sees the same history."""
+    so every probe sees the same history. It is asked just after the last line (the engine's
+    clock, :func:`_replay`'s), not today: the replayed day is the probe's."""
     stored = await engine.record(
         IncomingMessage(
             conversation=CHANNEL,
@@ -142,6 +143,7 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
             text=probe.question,
             addressed=True,
             message_id=f"probe{number}",
+            sent_at=datetime.fromtimestamp(engine.clock(), UTC),
         )
     )
     settings = engine.settings_for(CHANNEL)

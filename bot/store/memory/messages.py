@@ -30,6 +30,9 @@ def _cost(turn: int, rows: Sequence[MessageRow]) -> TurnCost:
         ids=tuple(row.id for row in rows),
         tokens=sum(row.tokens for row in rows),
         important=any(row.important for row in rows),
+        opened_at=next(
+            (row.created_at for row in rows if row.id == turn and row.role is Role.USER), None
+        ),
     )
 
 

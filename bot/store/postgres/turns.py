@@ -1,4 +1,5 @@
-"""Turns as choosing a prompt's turns sees them: ids, token counts, importance; no text.
+"""Turns as choosing a prompt's turns sees them: ids, token counts, importance, when the
+turn's opening message was written; no text.
 
 Each read is one statement over the covering index ``messages_by_turn``: the newest turns
 wanted, then their messages, grouped here as SQLite's store groups them.
@@ -14,14 +15,14 @@ from bot.store.sqlite.turns import grouped_turns as turns_of
 
 _TURN = "COALESCE(reply_to, id)"
 TURN_COSTS = (
-    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0"  # noqa: S608 (constant text)
+    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0, role, created_at"  # noqa: S608
     f" FROM messages WHERE conversation = $1 AND id <= $2 AND {_TURN} IN ("
     f"  SELECT DISTINCT {_TURN} FROM messages"
     f"  WHERE conversation = $1 AND {_TURN} > $3 AND {_TURN} < $4"
     f"  AND {_TURN} <= $2 AND id <= $2 ORDER BY 1 DESC LIMIT $5)"
 )
 IMPORTANT_TURNS = (
-    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0"  # noqa: S608 (constant text)
+    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0, role, created_at"  # noqa: S608
     f" FROM messages WHERE conversation = $1 AND id <= $2 AND {_TURN} IN ("
     f"  SELECT DISTINCT {_TURN} FROM messages"
     "  WHERE conversation = $1 AND (importance > 0 OR marks > 0)"

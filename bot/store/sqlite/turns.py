@@ -1,7 +1,9 @@
-"""Turns as choosing a prompt's turns sees them: ids, token counts, importance; no text.
+"""Turns as choosing a prompt's turns sees them: ids, token counts, importance, when the
+turn's opening message was written; no text.
 
-Each read is one statement over the covering index ``messages_by_turn`` (conversation, turn,
-id, tokens, importance, marks): the newest turns wanted, then their messages, grouped here.
+Each read is one statement over the index ``messages_by_turn`` (conversation, turn, id, tokens,
+importance, marks): the newest turns wanted, then their messages (with their role and time,
+from the table), grouped here.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bot.core.models import Role
 from bot.core.ports.store import TurnCost
 from bot.store.sqlite.connection import Connection
 
 _TURN = "COALESCE(reply_to, id)"
 TURN_COSTS = (
-    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0"  # noqa: S608 (constant text)
+    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0, role, created_at"  # noqa: S608
     " FROM messages INDEXED BY messages_by_turn"
     f" WHERE conversation = :conversation AND id <= :through AND {_TURN} IN ("
     f"  SELECT DISTINCT {_TURN} AS turn FROM messages INDEXED BY messages_by_turn"
@@ -25,7 +28,7 @@ TURN_COSTS = (
 # The newest important turns through the partial index that holds only important messages;
 # their messages' costs from the covering turn index.
 IMPORTANT_TURNS = (
-    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0"  # noqa: S608 (constant text)
+    f"SELECT id, {_TURN}, tokens, importance > 0 OR marks > 0, role, created_at"  # noqa: S608
     " FROM messages INDEXED BY messages_by_turn"
     f" WHERE conversation = :conversation AND id <= :through AND {_TURN} IN ("
     f"  SELECT DISTINCT {_TURN} AS turn FROM messages"
@@ -37,15 +40,17 @@ IMPORTANT_TURNS = (
 
 
 def grouped_turns(rows: Sequence[Any]) -> list[TurnCost]:
-    """Rows ``(id, turn, tokens, important)``, as turns, newest first."""
-    by_turn: dict[int, tuple[list[int], int, bool]] = {}
-    for message_id, turn, tokens, important in rows:
-        ids, total, marked = by_turn.get(turn, ([], 0, False))
+    """Rows ``(id, turn, tokens, important, role, created_at)``, as turns, newest first."""
+    by_turn: dict[int, tuple[list[int], int, bool, float | None]] = {}
+    for message_id, turn, tokens, important, role, created_at in rows:
+        ids, total, marked, opened_at = by_turn.get(turn, ([], 0, False, None))
         ids.append(int(message_id))
-        by_turn[turn] = (ids, total + int(tokens), marked or bool(important))
+        if message_id == turn and role == Role.USER.value:
+            opened_at = float(created_at)
+        by_turn[turn] = (ids, total + int(tokens), marked or bool(important), opened_at)
     return [
-        TurnCost(turn, tuple(sorted(ids)), tokens, important)
-        for turn, (ids, tokens, important) in sorted(by_turn.items(), reverse=True)
+        TurnCost(turn, tuple(sorted(ids)), tokens, important, opened_at)
+        for turn, (ids, tokens, important, opened_at) in sorted(by_turn.items(), reverse=True)
     ]
 
 

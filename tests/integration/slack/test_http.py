@@ -279,17 +279,18 @@ async def test_end_to_end_two_channels_and_a_thread_with_pins_within_budget(
     assert "Billing is owned by Ana" not in second["messages"][0]["content"]
     assert [m["content"] for m in second["messages"][1:]] == ["[Bo] anything here?"]
     # the thread: the channel's pins, the message it hangs from, then only its own messages
+    # (the reply came years later: each shows its day)
     assert "Billing is owned by Ana" in third["messages"][0]["content"]
     assert [m["content"] for m in third["messages"][1:]] == [
-        "[Ana] who owns billing?",
-        "[Bo] tell me more",
+        "2023-11-14\n[Ana] who owns billing?",
+        "2027-01-15\n[Bo] tell me more",
     ]
     # replies reached the right channel and thread
     shown = [(m["channel"], m.get("thread_ts"), m["text"]) for m in fake_slack.messages()]
     assert shown == [
         ("C1", None, "echo: [Ana] who owns billing?"),
         ("C2", None, "echo: [Bo] anything here?"),
-        ("C1", root, "echo: [Bo] tell me more"),
+        ("C1", root, "echo: 2027-01-15\n[Bo] tell me more"),
     ]
 
 
@@ -383,8 +384,9 @@ async def test_messages_are_remembered_in_the_order_they_came(
 ) -> None:
     await slack.say("U1", "warming the name cache")
     fake_slack.delays["U3"] = 0.3  # looking Cy up is slow
-    first = {"type": "message", "user": "U3", "text": "first", "channel": "C1", "ts": "5.1"}
-    second = {**first, "user": "U1", "text": "second", "ts": "5.2"}
+    first = {"type": "message", "user": "U3", "text": "first", "channel": "C1"}
+    first["ts"] = "1700000000.5"  # the day of the others: the prompt shows no date
+    second = {**first, "user": "U1", "text": "second", "ts": "1700000000.6"}
     assert await slack.event(first) == 200
     assert await slack.event(second) == 200
     await slack.say("U1", f"<@{BOT_USER}> order?")
@@ -442,13 +444,13 @@ async def test_a_slow_name_lookup_does_not_hold_back_storing_the_message(
 ) -> None:
     fake_slack.delays["U3"] = 4 * NAME_WAIT  # Slack is slow to say who U3 is (rate limits)
     first = {"type": "message", "user": "U3", "text": "the deploy key is K-77", "channel": "C1"}
-    assert await slack.event({**first, "ts": "6.1"}) == 200
+    assert await slack.event({**first, "ts": "1700000000.61"}) == 200  # the others' day
     await slack.say("U1", f"<@{BOT_USER}> what is the deploy key?")
     # Stored at once under the user id, before the question that came after it.
     contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
     assert contents[-2:] == ["[U3] the deploy key is K-77", "[Ana] what is the deploy key?"]
     await slack.settle()  # the lookup went on: U3's next message carries the name
-    assert await slack.event({**first, "text": "thanks", "ts": "6.3"}) == 200
+    assert await slack.event({**first, "text": "thanks", "ts": "1700000000.63"}) == 200
     await slack.say("U1", f"<@{BOT_USER}> and now?")
     assert "[Cy] thanks" in [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
     assert len(fake_slack.called("users.info")) == 2  # Ana's once (cached), U3's once
@@ -482,9 +484,11 @@ async def test_after_a_restart_the_bot_still_follows_the_threads_it_answered_in(
     answered = len(chat_bodies(llm))
     await session(after)  # a new process: what it followed is known from memory alone
     assert len(chat_bodies(llm)) == answered + 1
-    assert [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]][-1] == "[Ana] and now?"
+    # Years after the thread began: the prompt shows the day of each.
+    dated = "2027-01-15\n[Ana] and now?"
+    assert [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]][-1] == dated
     replies = [m for m in fake_slack.messages() if m.get("thread_ts") == roots["answered"]]
-    assert [m["text"] for m in replies][-1] == "echo: [Ana] and now?"
+    assert [m["text"] for m in replies][-1] == f"echo: {dated}"
     assert not any(m.get("thread_ts") == roots["quiet"] for m in fake_slack.messages())
 
 
