@@ -601,7 +601,9 @@ async def test_recent_turns_over_several_days_show_each_days_date_once(
         "2026-12-04\n[Ana] when did we set the budget?",
     ]
     calibration = app.engine.calibrator.get("gpt-4o-mini")
-    assert calibration is not None and calibration.ratio == 1.0  # counted exactly, dates too
+    assert (
+        calibration is not None and calibration.lowest == calibration.highest == 1.0
+    )  # counted exactly, dates too
     preview = (await app.engine.preview(GENERAL)).prompt
     assert preview.tokens == count_prompt_tokens("gpt-4o-mini", preview.messages)
     assert contents({"messages": preview.messages})[1] == last[0]
