@@ -57,7 +57,19 @@ def test_the_scorer_finds_what_matters_in_english_and_chinese(text: str) -> None
 
 
 @pytest.mark.parametrize(
-    "text", ["hi there", "lol ok", "thanks!", "sounds good 👍", "哈哈", "好的，谢谢", "ok 1"]
+    "text",
+    [
+        "hi there",
+        "lol ok",
+        "thanks!",
+        "sounds good 👍",
+        "哈哈",
+        "好的，谢谢",
+        "ok 1",
+        "must have been tough",
+        "remember when we got lost in the old town?",
+        "记得那次我们迷路了吗",
+    ],
 )
 def test_small_talk_scores_nothing(text: str) -> None:
     assert score(text) == 0

@@ -17,12 +17,15 @@ from __future__ import annotations
 import re
 
 _EXPLICIT = re.compile(
-    r"\b(remember|important|don'?t forget|do not forget|note that|keep in mind|crucial)\b"
-    r"|记住|记得|别忘|不要忘|重要|务必|注意",
+    # Not reminiscing ("remember when...", 记得那次...): measured on chat, that is most uses.
+    r"\b(remember(?!\s+(?:when|that time|the time|how)\b)|important|don'?t forget|do not forget"
+    r"|note that|keep in mind|crucial)\b"
+    r"|记住|记得(?!那|上次|以前|小时候|当时)|别忘|不要忘|重要|务必|注意",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
-    r"\b(decided|decision|agreed|we will|we'll|let'?s go with|deadline|due|must|approved|"
+    r"\b(decided|decision|agreed|we will|we'll|let'?s go with|deadline|due|approved|"
+    r"must(?!\s+(?:have|be|feel|suck)\b)|"
     r"confirmed|final)\b"
     r"|决定|确定|同意|定了|截止|必须|批准|确认",
     re.IGNORECASE,
