@@ -81,7 +81,8 @@ class MemoryConfig(Section):
     recall_messages: int = Field(default=150, ge=1, le=200)
     """The most earlier messages recalled per prompt: many short lines, as the search ranks
     them, within recall_tokens."""
-    recall_embeddings: bool = False
+    recall_embeddings: bool | None = None
+    """Also search by meaning; null: on exactly when llm.embedding_model is set."""
     recall_vector_limit: int = Field(default=2000, ge=1, le=100_000)
     recall_min_similarity: float = Field(default=0.3, ge=-1, le=1)
 
@@ -216,6 +217,21 @@ class Config(Section):
     # One section per chat platform; bot.adapters pairs each with its adapter.
     slack: SlackConfig = SlackConfig()
     discord: DiscordConfig = DiscordConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _meaning_when_a_model_is_named(cls, data: Any) -> Any:
+        """Recall by meaning measured far better than keywords alone: naming an embeddings
+        model turns it on unless memory.recall_embeddings says otherwise."""
+        if not isinstance(data, dict):
+            return data
+        memory, llm = data.get("memory") or {}, data.get("llm") or {}
+        if not isinstance(memory, dict) or not isinstance(llm, dict):
+            return data
+        if memory.get("recall_embeddings") is None:
+            memory = {**memory, "recall_embeddings": bool(llm.get("embedding_model"))}
+            return {**data, "memory": memory}
+        return data
 
     @model_validator(mode="after")
     def _embedding_model_for_recall(self) -> Config:

@@ -86,7 +86,7 @@ class Settings:
             recall=RecallSettings(
                 tokens=memory.recall_tokens,
                 messages=memory.recall_messages,
-                embeddings=memory.recall_embeddings,
+                embeddings=bool(memory.recall_embeddings),
                 vector_limit=memory.recall_vector_limit,
                 min_similarity=memory.recall_min_similarity,
             ),

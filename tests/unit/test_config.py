@@ -192,3 +192,23 @@ def test_a_bad_postgresql_setting_names_its_key(tmp_path: Path, storage: str, er
         load_config(path, env={})
     assert str(caught.value) == error
     assert "pw@" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("llm", "memory", "on"),
+    [
+        ("{chat_model: a, summary_model: b}", "{}", False),
+        ("{chat_model: a, summary_model: b, embedding_model: e}", "{}", True),
+        (
+            "{chat_model: a, summary_model: b, embedding_model: e}",
+            "{recall_embeddings: false}",
+            False,
+        ),
+    ],
+    ids=["no model", "a model named", "turned off"],
+)
+def test_naming_an_embeddings_model_turns_recall_by_meaning_on(
+    tmp_path: Path, llm: str, memory: str, on: bool
+) -> None:
+    path = write(tmp_path, f"system_prompt: hi\nllm: {llm}\nmemory: {memory}\n")
+    assert load_config(path, env={}).memory.recall_embeddings is on
