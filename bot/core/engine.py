@@ -302,6 +302,7 @@ class Engine:
                 log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
                 budget = int(min(budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
                 if exc.context is not None:  # the server said how much fits
+                    await self.calibrator.learn_window(self.chat.model, exc.context)
                     room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
                     budget = min(budget, self.calibrator.budget(self.chat.model, room))
                 continue

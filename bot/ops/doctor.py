@@ -122,7 +122,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
-        *_contexts(app, chat_probe.window, summary_probe.window),
+        *await _contexts(app, chat_probe.window, summary_probe.window),
         recall_check,
         platforms_check,
     ]
@@ -131,22 +131,39 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     return all(check.ok for check in checks)
 
 
-def _contexts(app: App, chat: Window | None, summary: Window | None) -> list[Check]:
-    """Whether the configured sizes fit each model's context, where it is known."""
+async def _contexts(app: App, chat: Window | None, summary: Window | None) -> list[Check]:
+    """Whether the configured sizes fit each model's context, where it is known: from the
+    server's model list, else from the last context-length error the bot was sent."""
     memory, llm = app.config.memory, app.config.llm
     budget = ("memory.max_context_tokens", memory.max_context_tokens)
     folded = ("memory.summary_max_input_tokens", memory.summary_max_input_tokens)
     checks = [
-        _fit("chat", app.chat.model, chat, budget, ("llm.max_reply_tokens", llm.max_reply_tokens)),
+        _fit(
+            "chat",
+            app.chat.model,
+            await _known(app, app.chat.model, chat),
+            budget,
+            ("llm.max_reply_tokens", llm.max_reply_tokens),
+        ),
         _fit(
             "summary",
             app.summary.model,
-            summary,
+            await _known(app, app.summary.model, summary),
             folded,
             ("llm.summary_max_tokens", llm.summary_max_tokens),
         ),
     ]
     return [check for check in checks if check is not None]
+
+
+async def _known(app: App, model: str, told: Window | None) -> tuple[int, str] | None:
+    """The model's window and where it was learned, or None."""
+    if told is not None:
+        return told.tokens, f"the server's /models: {told.field}"
+    learned = await app.engine.calibrator.learned_window(model)
+    if learned is None:
+        return None
+    return learned, "learned from the server's context-length error"
 
 
 _LEAST = {"memory.max_context_tokens": 256, "memory.summary_max_input_tokens": 1000}
@@ -156,21 +173,22 @@ _LEAST = {"memory.max_context_tokens": 256, "memory.summary_max_input_tokens": 1
 def _fit(
     name: str,
     model: str,
-    window: Window | None,
+    known: tuple[int, str] | None,
     given: tuple[str, int],
     answer: tuple[str, int],
 ) -> Check | None:
     """One line on whether ``given`` tokens of input and ``answer`` tokens of reply fit
-    ``model``'s context ``window``; None when the window is unknown."""
-    if window is None:
+    ``model``'s context window (``known``: its size and where it was learned); None when the
+    window is unknown."""
+    if known is None:
         return None
+    window, told = known
     what = f"{name} context"
-    told = f"the server's /models: {window.field}"
     needed = given[1] + answer[1]
-    if needed <= window.tokens:
-        fits = f"{needed:,} tokens ({given[0]} + {answer[0]}) fit {model}'s {window.tokens:,}"
+    if needed <= window:
+        fits = f"{needed:,} tokens ({given[0]} + {answer[0]}) fit {model}'s {window:,}"
         return Check(True, what, f"{fits} ({told})")
-    room = window.tokens - answer[1]
+    room = window - answer[1]
     fix = (
         f"set {given[0]} to at most {room:,}"
         if room >= _LEAST[given[0]]
@@ -178,7 +196,7 @@ def _fit(
     )
     detail = (
         f"{given[0]} {given[1]:,} + {answer[0]} {answer[1]:,} = {needed:,} tokens, more than "
-        f"{model}'s {window.tokens:,}-token context ({told}): {fix}"
+        f"{model}'s {window:,}-token context ({told}): {fix}"
     )
     return Check(True, what, detail, warning=True)
 

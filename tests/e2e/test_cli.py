@@ -206,6 +206,36 @@ def test_doctor_warns_when_the_sizes_cannot_fit_the_context_the_server_tells(
     ) in result.stdout.splitlines()
 
 
+def test_doctor_warns_from_the_window_a_context_length_error_stated(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    """A server whose ``/v1/models`` tells no window (llama-cpp-python's): the window its
+    context-length error stated during a chat is kept, and doctor compares the sizes with it."""
+    llm_thread.lists_window = False
+    llm_thread.context_window = {"gpt-4o-mini": 3000}
+    config = write_config(tmp_path, llm_thread.url)
+    before = bot("doctor", "--config", str(config))
+    assert "context:" not in before.stdout, before.stdout
+    lines = "".join(
+        f"part {i}: " + " ".join(f"word{n}" for n in range(250)) + "\n" for i in range(3)
+    )
+    chatted = bot("chat", "--config", str(config), stdin=lines)
+    assert chatted.returncode == 0, chatted.stderr
+    result = bot("doctor", "--config", str(config))
+    assert result.returncode == 0, result.stdout + result.stderr
+    told = "learned from the server's context-length error"
+    assert (
+        "warn chat context: memory.max_context_tokens 8,000 + llm.max_reply_tokens 1,024 = "
+        f"9,024 tokens, more than gpt-4o-mini's 3,000-token context ({told}): "
+        "set memory.max_context_tokens to at most 1,976"
+    ) in result.stdout.splitlines()
+    assert (
+        "warn summary context: memory.summary_max_input_tokens 12,000 + llm.summary_max_tokens "
+        f"800 = 12,800 tokens, more than gpt-4o-mini's 3,000-token context ({told}): "
+        "set memory.summary_max_input_tokens to at most 2,200"
+    ) in result.stdout.splitlines()
+
+
 def test_doctor_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,

@@ -5,21 +5,34 @@ For a model tiktoken does not know, our count is an estimate. Every reply report
 database, scales later budgets so the prompt the server counts stays within
 ``memory.max_context_tokens``. For OpenAI models the ratio is recorded (``/stats`` shows it)
 but not applied: the count is already exact.
+
+A context-length error that states the model's window is kept too (``bot doctor`` compares the
+configured sizes with it). The running bot sizes its retries from each error, not from the kept
+window: a server restarted with a larger context is not held to the old one.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 from bot.core.ports.store import Calibration, UsageStore
 
 _SMOOTHING = 0.2
 _MARGIN = 1.03  # a little headroom for texts that tokenize unlike the ones seen so far
 _MIN_RATIO, _MAX_RATIO = 0.5, 4.0
+_WINDOW_KEY = "context_window:"
+"""The meta key (then the model's name) of the window a context-length error stated."""
+
+
+class CalibrationStore(UsageStore, Protocol):
+    async def get_meta(self, *, key: str) -> str | None: ...
+
+    async def set_meta(self, *, key: str, value: str) -> None: ...
 
 
 class Calibrator:
-    def __init__(self, store: UsageStore, *, exact_models: frozenset[str]) -> None:
+    def __init__(self, store: CalibrationStore, *, exact_models: frozenset[str]) -> None:
         self._store = store
         self._exact = exact_models
         self._ratios: dict[str, Calibration] = {}
@@ -54,3 +67,14 @@ class Calibrator:
             )
         self._ratios[model] = updated
         await self._store.save_calibration(calibration=updated)
+
+    async def learned_window(self, model: str) -> int | None:
+        """``model``'s context window in the server's tokens, as its last context-length
+        error stated it; None when none has."""
+        told = await self._store.get_meta(key=_WINDOW_KEY + model)
+        return int(told) if told is not None and told.isdigit() else None
+
+    async def learn_window(self, model: str, tokens: int) -> None:
+        """Keep the window a context-length error stated for ``model``."""
+        if tokens > 0 and await self.learned_window(model) != tokens:
+            await self._store.set_meta(key=_WINDOW_KEY + model, value=str(tokens))
