@@ -300,14 +300,20 @@ class Engine:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
                     raise
                 log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
-                budget = int(min(budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
-                if exc.context is not None:  # the server said how much fits
-                    await self.calibrator.learn_window(self.chat.model, exc.context)
-                    room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
-                    budget = min(budget, self.calibrator.budget(self.chat.model, room))
+                budget = await self.budget_after_overflow(settings, prompt, exc)
                 continue
             return prompt, completion
         raise AssertionError("unreachable")
+
+    async def budget_after_overflow(self, settings: Settings, prompt: Prompt, exc: LLMError) -> int:
+        """A smaller budget for another try after ``prompt`` overflowed the chat model's
+        context: sized to the window when the error stated it (which is kept)."""
+        budget = int(min(prompt.budget, prompt.tokens) * _SHRINK_ON_OVERFLOW)
+        if exc.context is not None:  # the server said how much fits
+            await self.calibrator.learn_window(self.chat.model, exc.context)
+            room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
+            budget = min(budget, self.calibrator.budget(self.chat.model, room))
+        return budget
 
     async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
         """A platform edit: the stored text and its count follow it."""
