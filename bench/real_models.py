@@ -24,7 +24,8 @@
 Only processes it started are stopped at the end. Run from the repository root::
 
     .venv/bin/python bench/real_models.py [--models-venv DIR] [--build-jobs N] [--threads N] \\
-        [--lines 80] [--conversations en1 zh1] [--questions 12] [--out DIR]
+        [--budget 1024] [--lines 80] [--transcripts en zh] [--conversations en1 zh1] \\
+        [--questions 12] [--out DIR]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -53,8 +55,9 @@ from bot.core.memory.summarizer import SUMMARY_INSTRUCTIONS
 ROOT = Path(__file__).resolve().parent.parent
 CHAT_MODEL = "smollm2-135m"
 EMBEDDING_MODEL = "multilingual-e5-small-q4"
-MEMORY = {"max_context_tokens": 2048, "summary_max_input_tokens": 2500, "recall_tokens": 512}
-LLM = {"max_reply_tokens": 128, "summary_max_tokens": 384, "max_retries": 1}
+MEMORY = {"max_context_tokens": 1024, "summary_max_input_tokens": 1500, "recall_tokens": 256}
+"""The bench's memory settings (``--budget`` sets the first, and recall a quarter of it)."""
+LLM = {"max_reply_tokens": 128, "summary_max_tokens": 256, "max_retries": 1}
 
 
 def parse_args() -> argparse.Namespace:
@@ -65,6 +68,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--n-ctx", type=int, default=4096, help="the chat server's context")
     parser.add_argument("--chat-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--embeddings-port", type=int, default=8765)
+    parser.add_argument("--budget", type=int, default=1024, help="memory.max_context_tokens")
     parser.add_argument("--lines", type=int, default=80, help="transcript lines replayed")
     parser.add_argument("--transcripts", nargs="*", default=["en", "zh"])
     parser.add_argument("--conversations", nargs="*", default=["en1", "zh1"])
@@ -374,6 +378,8 @@ def run_longmem(out: Path, args: argparse.Namespace, embeddings: str) -> None:
 
 def main() -> int:
     args = parse_args()
+    MEMORY.update(max_context_tokens=args.budget, recall_tokens=args.budget // 4)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
     args.out.mkdir(parents=True, exist_ok=True)
     python, gguf = set_up(args.models_venv, args.build_jobs)
     print(f"model file: {gguf} ({gguf.stat().st_size / 2**20:.0f} MiB)")
@@ -423,7 +429,10 @@ def main() -> int:
     finally:
         for process in started:
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # llama-cpp-python finishes its answer first
+                process.kill()
     return 0
 
 
