@@ -296,14 +296,24 @@ class Engine:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
                     raise
                 log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
-                sent = await self.gauge.cost(prompt.messages, prompt.tokens)
-                limit = int(min(limit, sent) * _SHRINK_ON_OVERFLOW)
-                if exc.context is not None:  # the server said how much fits
-                    room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
-                    limit = min(limit, room)
+                limit = await self.limit_after_overflow(settings, prompt, exc, limit)
                 continue
             return prompt, completion
         raise AssertionError("unreachable")
+
+    async def limit_after_overflow(
+        self, settings: Settings, prompt: Prompt, exc: LLMError, limit: int
+    ) -> int:
+        """A smaller limit (in the server's count) for another try after ``prompt``
+        overflowed the chat model's context: sized to the window when the error stated it
+        (which is kept, for ``bot doctor``)."""
+        sent = await self.gauge.cost(prompt.messages, prompt.tokens)
+        limit = int(min(limit, sent) * _SHRINK_ON_OVERFLOW)
+        if exc.context is not None:  # the server said how much fits
+            await self.calibrator.learn_window(self.chat.model, exc.context)
+            room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
+            limit = min(limit, room)
+        return limit
 
     async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
         """A platform edit: the stored text and its count follow it."""

@@ -37,6 +37,7 @@ from bot.core.ports.llm import (
     StreamEnd,
     clean_text,
 )
+from bot.llm.windows import Window, told_window
 
 log = logging.getLogger(__name__)
 
@@ -118,15 +119,15 @@ class OpenAIChatModel:
     def base_url(self) -> str:
         return str(self._client.base_url)
 
-    async def listed_models(self) -> list[str] | None:
-        """The models the server lists (``GET /models``), or None when it lists none or
-        cannot: many local servers answer under any model name, so only their list shows a
-        misspelt one."""
+    async def listed_models(self) -> dict[str, Window | None] | None:
+        """The models the server lists (``GET /models``) with the context window each entry
+        tells, or None when it lists none or cannot: many local servers answer under any
+        model name, so only their list shows a misspelt one."""
         try:
             page = await self._client.with_options(timeout=10.0).models.list()
         except openai.OpenAIError:
             return None
-        listed = [model.id async for model in page]
+        listed = {model.id: told_window(model.model_dump()) async for model in page}
         return listed or None
 
     async def complete(

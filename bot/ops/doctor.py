@@ -1,4 +1,7 @@
-"""``bot doctor``: checks what the bot depends on, one line each, ok or the problem."""
+"""``bot doctor``: checks what the bot depends on, one line each, ok or the problem.
+
+A warning (``warn``) names something that works now but will fail or cost later, such as sizes
+that do not fit a model's context; it does not change the exit code."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from bot.config import Config
 from bot.core.ports.llm import Failure, LLMError
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel
+from bot.llm.windows import Window
 from bot.telemetry.logs import hide_credentials
 from bot.wiring import App
 
@@ -23,10 +27,13 @@ class Check:
     ok: bool
     what: str
     detail: str
+    warning: bool = False
+    """Passed, but with something to fix: printed as ``warn``."""
 
     def line(self) -> str:
         """The check as printed; credentials in any URL it names (or an error quotes) hidden."""
-        return hide_credentials(f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}")
+        verdict = "warn" if self.warning else "ok  " if self.ok else "FAIL"
+        return hide_credentials(f"{verdict} {self.what}: {self.detail}")
 
 
 _LISTED = 8
@@ -39,6 +46,8 @@ _ENDPOINT_WIDE = frozenset({Failure.AUTH, Failure.UNAVAILABLE, Failure.TIMEOUT})
 class _Probe:
     check: Check
     failure: Failure | None
+    window: Window | None = None
+    """The model's context window, when the server's model list tells it."""
 
 
 async def _endpoint(name: str, model: OpenAIChatModel, where: str | None = None) -> _Probe:
@@ -57,29 +66,30 @@ async def _endpoint(name: str, model: OpenAIChatModel, where: str | None = None)
     answered = f"{where} answered in {completion.seconds:.1f} s{keyless}"
     listed = await model.listed_models()
     if listed is not None and model.model not in listed:
-        shown = ", ".join(listed[:_LISTED]) + (", …" if len(listed) > _LISTED else "")
+        names = list(listed)
+        shown = ", ".join(names[:_LISTED]) + (", …" if len(names) > _LISTED else "")
         unlisted = f"{answered}, but the server lists only {shown}: check llm.{name}_model"
         return _Probe(Check(False, what, unlisted), None)
-    return _Probe(Check(True, what, answered), None)
+    window = listed.get(model.model) if listed is not None else None
+    return _Probe(Check(True, what, answered), None, window)
 
 
-async def _chat_and_summary(app: App) -> tuple[Check, Check]:
+async def _chat_and_summary(app: App) -> tuple[_Probe, _Probe]:
     """Each endpoint and key probed once: a summary model on the chat's endpoint and key is
     reported as that, not as a second verdict on the same endpoint."""
     chat, summary = app.chat, app.summary
     if (summary.base_url, summary.key) != (chat.base_url, chat.key):
         both = await asyncio.gather(_endpoint("chat", chat), _endpoint("summary", summary))
-        return both[0].check, both[1].check
+        return both[0], both[1]
     first = await _endpoint("chat", chat)
     if summary.model == chat.model:
-        return first.check, Check(
-            first.check.ok, "summary endpoint", "same model, endpoint and key as chat"
-        )
+        same = Check(first.check.ok, "summary endpoint", "same model, endpoint and key as chat")
+        return first, _Probe(same, first.failure, first.window)
     if first.failure in _ENDPOINT_WIDE:
         detail = f"{summary.model} at the same endpoint as chat, with the same key: see chat"
-        return first.check, Check(False, "summary endpoint", detail)
+        return first, _Probe(Check(False, "summary endpoint", detail), first.failure)
     where = f"{summary.model} at the same endpoint as chat"
-    return first.check, (await _endpoint("summary", summary, where)).check
+    return first, await _endpoint("summary", summary, where)
 
 
 async def run_checks(app: App, config_file: Path, report: Callable[[Check], None]) -> bool:
@@ -91,7 +101,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     conversations = await app.store.conversations()
     pool = await app.store.connections()
     pooled = f", {pool[0]} of {pool[1]} pooled connections in use" if pool else ""
-    (chat_check, summary_check), platforms_check, recall_check = await asyncio.gather(
+    (chat_probe, summary_probe), platforms_check, recall_check = await asyncio.gather(
         _chat_and_summary(app), _platforms(config), _recall(app)
     )
     checks = [
@@ -104,20 +114,91 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
             f"synchronous={synchronous}{pooled}",
         ),
         Check(True, "tokens", app.engine.tokenizer.describe()),
-        chat_check,
-        summary_check,
+        chat_probe.check,
+        summary_probe.check,
         Check(
             True,
             "memory",
             f"{memory.strategy} strategy, {memory.max_context_tokens:,}-token budget, "
             f"summaries past {memory.summary_threshold:.0%}",
         ),
+        *await _contexts(app, chat_probe.window, summary_probe.window),
         recall_check,
         platforms_check,
     ]
     for check in checks:
         report(check)
     return all(check.ok for check in checks)
+
+
+async def _contexts(app: App, chat: Window | None, summary: Window | None) -> list[Check]:
+    """Whether the configured sizes fit each model's context, where it is known: from the
+    server's model list, else from the last context-length error the bot was sent."""
+    memory, llm = app.config.memory, app.config.llm
+    budget = ("memory.max_context_tokens", memory.max_context_tokens)
+    folded = ("memory.summary_max_input_tokens", memory.summary_max_input_tokens)
+    checks = [
+        _fit(
+            "chat",
+            app.chat.model,
+            await _known(app, app.chat.model, chat),
+            budget,
+            ("llm.max_reply_tokens", llm.max_reply_tokens),
+        ),
+        _fit(
+            "summary",
+            app.summary.model,
+            await _known(app, app.summary.model, summary),
+            folded,
+            ("llm.summary_max_tokens", llm.summary_max_tokens),
+        ),
+    ]
+    return [check for check in checks if check is not None]
+
+
+async def _known(app: App, model: str, told: Window | None) -> tuple[int, str] | None:
+    """The model's window and where it was learned, or None."""
+    if told is not None:
+        return told.tokens, f"the server's /models: {told.field}"
+    learned = await app.engine.calibrator.learned_window(model)
+    if learned is None:
+        return None
+    return learned, "learned from the server's context-length error"
+
+
+_LEAST = {"memory.max_context_tokens": 256, "memory.summary_max_input_tokens": 1000}
+"""The smallest each input size may be set to (the config's own minimums)."""
+
+
+def _fit(
+    name: str,
+    model: str,
+    known: tuple[int, str] | None,
+    given: tuple[str, int],
+    answer: tuple[str, int],
+) -> Check | None:
+    """One line on whether ``given`` tokens of input and ``answer`` tokens of reply fit
+    ``model``'s context window (``known``: its size and where it was learned); None when the
+    window is unknown."""
+    if known is None:
+        return None
+    window, told = known
+    what = f"{name} context"
+    needed = given[1] + answer[1]
+    if needed <= window:
+        fits = f"{needed:,} tokens ({given[0]} + {answer[0]}) fit {model}'s {window:,}"
+        return Check(True, what, f"{fits} ({told})")
+    room = window - answer[1]
+    fix = (
+        f"set {given[0]} to at most {room:,}"
+        if room >= _LEAST[given[0]]
+        else f"lower {answer[0]} or use a model with a larger context"
+    )
+    detail = (
+        f"{given[0]} {given[1]:,} + {answer[0]} {answer[1]:,} = {needed:,} tokens, more than "
+        f"{model}'s {window:,}-token context ({told}): {fix}"
+    )
+    return Check(True, what, detail, warning=True)
 
 
 async def _platforms(config: Config) -> Check:

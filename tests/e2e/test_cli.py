@@ -171,6 +171,71 @@ def test_doctor_catches_a_misspelt_model_a_server_answers_under_any_name(
     )
 
 
+def test_doctor_warns_when_the_sizes_cannot_fit_the_context_the_server_tells(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    """The server's ``/v1/models`` tells each model's window (vLLM's ``max_model_len``): a
+    budget and reply that overflow it are a warning, one line each, and the exit stays 0."""
+    llm_thread.context_window = {"gpt-4o-mini": 4096, "gpt-4o": 8192}
+    config = write_config(tmp_path, llm_thread.url, llm={"summary_model": "gpt-4o"})
+    result = bot("doctor", "--config", str(config))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert (
+        "warn chat context: memory.max_context_tokens 8,000 + llm.max_reply_tokens 1,024 = "
+        "9,024 tokens, more than gpt-4o-mini's 4,096-token context (the server's /models: "
+        "max_model_len): set memory.max_context_tokens to at most 3,072"
+    ) in lines
+    assert (
+        "warn summary context: memory.summary_max_input_tokens 12,000 + llm.summary_max_tokens "
+        "800 = 12,800 tokens, more than gpt-4o's 8,192-token context (the server's /models: "
+        "max_model_len): set memory.summary_max_input_tokens to at most 7,392"
+    ) in lines
+    fitting = write_config(
+        tmp_path,
+        llm_thread.url,
+        llm={"summary_model": "gpt-4o", "max_reply_tokens": 512},
+        memory={"max_context_tokens": 3000, "summary_max_input_tokens": 7000},
+    )
+    result = bot("doctor", "--config", str(fitting))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not [line for line in result.stdout.splitlines() if line.startswith("warn")]
+    assert (
+        "ok   chat context: 3,512 tokens (memory.max_context_tokens + llm.max_reply_tokens) "
+        "fit gpt-4o-mini's 4,096 (the server's /models: max_model_len)"
+    ) in result.stdout.splitlines()
+
+
+def test_doctor_warns_from_the_window_a_context_length_error_stated(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    """A server whose ``/v1/models`` tells no window (llama-cpp-python's): the window its
+    context-length error stated during a chat is kept, and doctor compares the sizes with it."""
+    llm_thread.lists_window = False
+    llm_thread.context_window = {"gpt-4o-mini": 3000}
+    config = write_config(tmp_path, llm_thread.url)
+    before = bot("doctor", "--config", str(config))
+    assert "context:" not in before.stdout, before.stdout
+    lines = "".join(
+        f"part {i}: " + " ".join(f"word{n}" for n in range(250)) + "\n" for i in range(3)
+    )
+    chatted = bot("chat", "--config", str(config), stdin=lines)
+    assert chatted.returncode == 0, chatted.stderr
+    result = bot("doctor", "--config", str(config))
+    assert result.returncode == 0, result.stdout + result.stderr
+    told = "learned from the server's context-length error"
+    assert (
+        "warn chat context: memory.max_context_tokens 8,000 + llm.max_reply_tokens 1,024 = "
+        f"9,024 tokens, more than gpt-4o-mini's 3,000-token context ({told}): "
+        "set memory.max_context_tokens to at most 1,976"
+    ) in result.stdout.splitlines()
+    assert (
+        "warn summary context: memory.summary_max_input_tokens 12,000 + llm.summary_max_tokens "
+        f"800 = 12,800 tokens, more than gpt-4o-mini's 3,000-token context ({told}): "
+        "set memory.summary_max_input_tokens to at most 2,200"
+    ) in result.stdout.splitlines()
+
+
 def test_doctor_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,

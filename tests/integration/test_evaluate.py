@@ -133,6 +133,21 @@ async def test_recall_brings_back_at_the_same_budget_what_the_window_forgot(
     assert figures[120] == {"codeword": ("recall", True), "oncall": ("pin", True)}
 
 
+async def test_an_overflow_the_bot_retries_past_does_not_stop_the_replay_or_a_probe(
+    llm: FakeLLM, make_config: ConfigFactory
+) -> None:
+    """A small local model's context (its server states the window in the error): the
+    answers and probes that overflow it are asked again smaller, as the bot does."""
+    llm.responder = recall
+    llm.context_window["gpt-4o-mini"] = 1400
+    transcript = parse_transcript(small_transcript())
+    (result,) = await evaluate(make_config(), transcript, [Strategy.FULL])
+    overflowed = [b for b in llm.chat_requests if not is_summary_request(b)]
+    assert len(overflowed) > len(transcript.probes) + 14  # some were asked twice
+    assert result.errors == [] and len(result.answers) == 2
+    assert 0 < result.max_reported_tokens <= 1400 - 1024
+
+
 def test_bot_eval_prints_the_figures_per_strategy(tmp_path: Path, llm_thread: FakeLLM) -> None:
     llm_thread.responder = recall
     path = tmp_path / "probe.jsonl"

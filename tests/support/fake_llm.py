@@ -223,7 +223,10 @@ class FakeLLM:
         OpenAI's count times ``prompt_token_factor``."""
         self.context_window: dict[str, int] = {}
         """Per model: a request whose prompt (as this server counts it) plus ``max_tokens``
-        exceeds this gets llama.cpp's HTTP 400 ``context_length_exceeded``."""
+        exceeds this gets llama.cpp's HTTP 400 ``context_length_exceeded``; ``/v1/models``
+        tells it as vLLM's does (``max_model_len``) while ``lists_window`` is set."""
+        self.lists_window = True
+        """False: ``/v1/models`` tells no window, as llama-cpp-python's server does not."""
         self.embedder: Callable[[str], list[float]] = fake_embedding
         """What the embeddings endpoint answers for each input text."""
         self.embeddings_status = 200
@@ -482,7 +485,13 @@ class FakeLLM:
         return response
 
     async def _models(self, request: web.Request) -> web.Response:
-        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        data: list[JSON] = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models
+        ]
+        for entry in data:
+            window = self.context_window.get(entry["id"]) if self.lists_window else None
+            if window is not None:
+                entry["max_model_len"] = window
         return web.json_response({"object": "list", "data": data})
 
     async def _embeddings(self, request: web.Request) -> web.Response:

@@ -36,6 +36,10 @@ budget for the latest sample's mix, predicts the prompt's server count, and buil
 (:func:`bot.core.prompt.budget.build_within`) when it is over, or under with turns left out.
 For OpenAI models the count is exact: samples are kept (``/stats`` shows the ratio) but the
 budget is the limit. Samples persist in the store, so the fit survives restarts.
+
+A context-length error that states the model's window is kept too (``bot doctor`` compares the
+configured sizes with it). The running bot sizes its retries from each error, not from the kept
+window: a server restarted with a larger context is not held to the old one.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.core.memory.scripts import NAMES, SCRIPTS, ScriptTokens, split_prompt
 from bot.core.ports.store import CalibrationSample, UsageStore
@@ -204,10 +209,20 @@ def _inverse(matrix: list[list[float]]) -> Matrix:
     return (a, b, c)
 
 
+_WINDOW_KEY = "context_window:"
+"""The meta key (then the model's name) of the window a context-length error stated."""
+
+
+class CalibrationStore(UsageStore, Protocol):
+    async def get_meta(self, *, key: str) -> str | None: ...
+
+    async def set_meta(self, *, key: str, value: str) -> None: ...
+
+
 class Calibrator:
     """Every model's calibration, kept in the store."""
 
-    def __init__(self, store: UsageStore, *, exact_models: frozenset[str]) -> None:
+    def __init__(self, store: CalibrationStore, *, exact_models: frozenset[str]) -> None:
         self._store = store
         self._exact = exact_models
         self._samples: dict[str, list[CalibrationSample]] = {}
@@ -223,6 +238,17 @@ class Calibrator:
     def get(self, model: str) -> Fitted | None:
         """The model's calibration, once a reply has reported usage."""
         return self._fitted.get(model)
+
+    async def learned_window(self, model: str) -> int | None:
+        """``model``'s context window in the server's tokens, as its last context-length
+        error stated it; None when none has."""
+        told = await self._store.get_meta(key=_WINDOW_KEY + model)
+        return int(told) if told is not None and told.isdigit() else None
+
+    async def learn_window(self, model: str, tokens: int) -> None:
+        """Keep the window a context-length error stated for ``model``."""
+        if tokens > 0 and await self.learned_window(model) != tokens:
+            await self._store.set_meta(key=_WINDOW_KEY + model, value=str(tokens))
 
     def describe(self, model: str) -> list[str]:
         """What ``/stats`` says of the model's calibration."""

@@ -218,6 +218,8 @@ class Summarizer:
                     first_id = previous.first_message_id if previous else fold.rows[0].id
                 break
             except LLMError as exc:
+                if exc.context is not None and self._gauge is not None:
+                    await self._gauge.calibrator.learn_window(self.model, exc.context)
                 smaller = self._smaller(exc, limits) if attempt < _CONTEXT_RETRIES else None
                 if smaller is None:
                     raise

@@ -20,7 +20,7 @@ from bot.core.models import (
     prompt_speakers,
     strip_speaker_tags,
 )
-from bot.core.ports.llm import Completion, LLMError, StreamEnd
+from bot.core.ports.llm import Completion, Failure, LLMError, StreamEnd
 from bot.core.prompt.assembler import PromptTooLarge
 from bot.core.prompt.budget import build_within
 from bot.ops.evaluate.report import FactResult, StrategyResult, locate
@@ -38,7 +38,8 @@ class ModelFailed(Exception):
 
 
 class _Recording:
-    """The chat model, noting the largest prompt the endpoint reported."""
+    """The chat model, noting the largest prompt the endpoint reported, and the failure of
+    its last call (None once a later call succeeded: the engine retried past it)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -64,6 +65,7 @@ class _Recording:
         except LLMError as exc:
             self.failure = exc
             raise
+        self.failure = None
         self.calls += 1
         self.max_reported = max(self.max_reported, completion.prompt_tokens or 0)
         return completion
@@ -147,22 +149,30 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
         )
     )
     settings = engine.settings_for(CHANNEL)
+    limit = settings.max_context_tokens
     try:
-        prompt = await build_within(
-            lambda budget: engine.assembler.build(
-                settings=settings,
-                conversation_key=CHANNEL.key,
-                channel_key=CHANNEL.channel_key,
-                through_id=stored.id,
-                current_id=stored.id,
-                budget=budget,
-            ),
-            limit=settings.max_context_tokens,
-            gauge=engine.gauge,
-        )
-        completion = await engine.chat.complete(
-            prompt.messages, max_tokens=settings.max_reply_tokens
-        )
+        for attempt in range(2):  # as the engine answers: once more after an overflow
+            prompt = await build_within(
+                lambda budget: engine.assembler.build(
+                    settings=settings,
+                    conversation_key=CHANNEL.key,
+                    channel_key=CHANNEL.channel_key,
+                    through_id=stored.id,
+                    current_id=stored.id,
+                    budget=budget,
+                ),
+                limit=limit,
+                gauge=engine.gauge,
+            )
+            try:
+                completion = await engine.chat.complete(
+                    prompt.messages, max_tokens=settings.max_reply_tokens
+                )
+                break
+            except LLMError as exc:
+                if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
+                    raise
+                limit = await engine.limit_after_overflow(settings, prompt, exc, limit)
     finally:
         await engine.delete_message(CHANNEL, f"probe{number}")
     # A speaker tag the model copied ("[王芳] …") names someone; it does not answer.
