@@ -34,7 +34,11 @@ async def nearest(
 def rank(query: bytes, rows: Sequence[tuple[int, bytes]], *, floor: float, limit: int) -> list[int]:
     """What :func:`nearest` returns, computed here. Rows of another dimension than the
     query's (another model's) are left out; equal similarities rank the newer (higher) id
-    first."""
+    first. Below the median similarity of the rows is no match either, whatever ``floor``
+    says: one model's cosines cluster (E5's run 0.7 to 0.9 for everything), so an absolute
+    floor set for one model means nothing for another, while the lower half of a conversation
+    is never what a question is about (1.8% of the long-conversation benchmark's evidence
+    fell there)."""
     wanted = np.frombuffer(query, dtype=np.float32)
     same = [(message_id, blob) for message_id, blob in rows if len(blob) == len(query)]
     if not same or wanted.size == 0:
@@ -44,5 +48,6 @@ def rank(query: bytes, rows: Sequence[tuple[int, bytes]], *, floor: float, limit
     # One matrix-vector product (BLAS, without the GIL), no temporary matrix.
     similarity = (matrix.reshape(len(same), wanted.size) @ wanted).astype(np.float64)
     order = np.lexsort((ids, similarity))[::-1]  # similarity, then id, both descending
+    floor = max(floor, float(np.median(similarity)))
     kept = order[similarity[order] >= floor][:limit]
     return [int(message_id) for message_id in ids[kept]]
