@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.models import Conversation, IncomingMessage
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory
-from tests.integration.test_recall import SMALL, last_prompt, recall_block
+from tests.integration.test_recall import (
+    GENERAL,
+    SMALL,
+    chatter,
+    last_prompt,
+    recall_block,
+    said,
+)
 from tests.support.fake_llm import FakeLLM, fake_embedding
 
 pytestmark = pytest.mark.stores("sqlite", "postgres")
 
-GENERAL = Conversation.console("general")
 FACT = "Visitors use the guest network, key tangerine-42"
 QUESTION = "how do guests get online?"
 E5 = {"query": "query: ", "document": "passage: "}
@@ -32,16 +37,10 @@ def asymmetric_embedding(text: str) -> list[float]:
     return fake_embedding(text)
 
 
-def said(text: str, who: str = "Ana", addressed: bool = False) -> IncomingMessage:
-    return IncomingMessage(GENERAL, who.lower(), who, text, addressed=addressed)
-
-
 async def conversation(app: App) -> None:
     """The fact, chatter that pushes it out of the window, then the question."""
     await app.engine.handle_message(said(FACT, who="Li"))
-    for i in range(40):
-        text = f"chatter {i}: lunch plans, the weather and the coffee machine again"
-        await app.engine.handle_message(said(text, who="Bo"))
+    await chatter(app, 40)
     await app.engine.drain()
     await app.engine.handle_message(said(QUESTION, addressed=True))
     await app.engine.drain()
