@@ -10,8 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from annotated_types import Ge
+
 from bot import adapters
 from bot.config import Config
+from bot.config.model import MemoryConfig
 from bot.core.ports.llm import Failure, LLMError
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel
@@ -166,8 +169,11 @@ async def _known(app: App, model: str, told: Window | None) -> tuple[int, str] |
     return learned, "learned from the server's context-length error"
 
 
-_LEAST = {"memory.max_context_tokens": 256, "memory.summary_max_input_tokens": 1000}
-"""The smallest each input size may be set to (the config's own minimums)."""
+def _least(key: str) -> int:
+    """The smallest the config lets ``key`` (``memory.NAME``) be set to: its field's bound."""
+    field = MemoryConfig.model_fields[key.removeprefix("memory.")]
+    bounds = [bound.ge for bound in field.metadata if isinstance(bound, Ge)]
+    return next(bound for bound in bounds if isinstance(bound, int))
 
 
 def _fit(
@@ -191,7 +197,7 @@ def _fit(
     room = window - answer[1]
     fix = (
         f"set {given[0]} to at most {room:,}"
-        if room >= _LEAST[given[0]]
+        if room >= _least(given[0])
         else f"lower {answer[0]} or use a model with a larger context"
     )
     detail = (
