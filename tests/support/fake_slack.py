@@ -283,8 +283,30 @@ class FakeSlack:
         answer = self._answer(method, params)
         if "ts" in answer and method == "chat.postMessage":
             params = {**params, "ts": answer["ts"]}
+        self._show(method, params)
         self.calls.append(Call(method, params, headers))
         return web.json_response({"ok": True, **answer})
+
+    def _show(self, method: str, params: JSON) -> None:
+        """History follows what the bot posts, updates and deletes, as Slack's does."""
+        channel = self.history.setdefault(str(params.get("channel")), [])
+        if method == "chat.postMessage":
+            posted: JSON = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID}
+            posted.update(ts=params["ts"], text=params.get("text") or "")
+            if params.get("thread_ts"):
+                posted["thread_ts"] = params["thread_ts"]
+            metadata = params.get("metadata")
+            if isinstance(metadata, str):
+                metadata = json.loads(metadata)
+            if metadata:
+                posted["metadata"] = metadata
+            channel.append(posted)
+        elif method == "chat.update":
+            for message in channel:
+                if message["ts"] == params.get("ts"):
+                    message["text"] = params.get("text") or ""
+        elif method == "chat.delete":
+            channel[:] = [m for m in channel if m["ts"] != params.get("ts")]
 
     def _rate_limited(self, method: str) -> int | None:
         """Seconds to wait when ``history_limit`` refuses this call, else None."""
@@ -341,7 +363,7 @@ class FakeSlack:
             profile = {"display_name": name, "real_name": f"{name} Real"}
             return {"user": {"id": user, "name": name.lower(), "profile": profile}}
         if method == "chat.postMessage":
-            ts = f"{9000 + next(self._ts)}.000100"
+            ts = f"{int(time.time())}.{next(self._ts):06d}"  # after the people's, as on Slack
             return {"channel": params.get("channel"), "ts": ts, "message": {"text": ""}}
         if method in ("chat.update", "chat.delete"):
             return {"channel": params.get("channel"), "ts": params.get("ts")}

@@ -121,7 +121,9 @@ class Listeners:
             thread=conversation.thread,
             user=item.question.author_id,
             max_reply_chars=self.engine.config.llm.max_reply_chars,
+            question=item.question.message_id,
             placeholder=item.shown_as,
+            adopt=item.shown_as is None,
         )
 
     def register(self, app: AsyncApp) -> None:
@@ -242,6 +244,7 @@ class Listeners:
             thread=taken.thread,
             user=taken.turn.incoming.author_id,
             max_reply_chars=self.engine.config.llm.max_reply_chars,
+            question=taken.turn.incoming.message_id,
         )
 
         async def named(turn: Turn) -> Turn:

@@ -18,6 +18,11 @@ from bot.core.models import Reply, ReplyKind
 log = logging.getLogger(__name__)
 
 THINKING = "_Thinking…_"
+THINKING_EVENT = "memorybot_thinking"
+"""The metadata event type of a thinking message, its payload naming the question's ts: what
+lets a process taking an answer over find the message a killed process showed but never
+recorded."""
+_LOOK_BACK = 100  # messages after the question searched for its thinking message
 _MAX_RESPONSES = 5  # a response_url takes 5 messages
 _NOT_ATTACHED = "_(The rest of this reply could not be attached; it is kept in memory.)_"
 
@@ -43,22 +48,29 @@ class SlackOutbox:
         thread: str | None,
         user: str,
         max_reply_chars: int,
+        question: str | None = None,
         placeholder: str | None = None,
+        adopt: bool = False,
     ) -> None:
-        """``placeholder``: the thinking message another process showed for this answer
-        (taken over), replaced by it rather than shown again."""
+        """``question``: the ts of the message answered, which the thinking message names.
+        ``placeholder``: the thinking message another process showed for this answer (taken
+        over), replaced by it rather than shown again; ``adopt``: look for one in the
+        conversation when none is known (its process may have died before recording it)."""
         self._client = client
         self._channel = channel
         self._thread = thread
         self._user = user
         self._max_reply_chars = max_reply_chars
         self._placeholder = placeholder
+        self._question = question
+        self._adopt = adopt
 
     @asynccontextmanager
     async def working(self) -> AsyncIterator[str | None]:
         """A "thinking" message, replaced by the answer; deleted if there is none."""
+        await self._adopt_shown()
         if self._placeholder is None:
-            self._placeholder = await self._post(THINKING)
+            self._placeholder = await self._post(THINKING, thinking=True)
         try:
             yield self._placeholder
         except BaseException:
@@ -78,6 +90,7 @@ class SlackOutbox:
         long = shorten(reply.text, self._max_reply_chars)
         if long is not None:
             chunks = split(to_mrkdwn(long.shown))
+        await self._adopt_shown()
         first = self._placeholder
         if first is not None and chunks:
             await self._client.chat_update(channel=self._channel, ts=first, text=chunks[0])
@@ -104,10 +117,59 @@ class SlackOutbox:
             log.warning("uploading a long reply to %s failed: %s", self._channel, _slack_error(exc))
             await self._post(_NOT_ATTACHED)
 
-    async def _post(self, text: str) -> str | None:
+    async def _adopt_shown(self) -> None:
+        """Take as this answer's placeholder the thinking message a process showed for the
+        question before it died, if any (looked for once)."""
+        if self._adopt and self._placeholder is None:
+            self._adopt = False
+            self._placeholder = await self._shown_before()
+
+    async def _shown_before(self) -> str | None:
+        if self._question is None:
+            return None
+        try:
+            if self._thread is None:
+                found = await self._client.conversations_history(
+                    channel=self._channel,
+                    oldest=self._question,
+                    limit=_LOOK_BACK,
+                    include_all_metadata=True,
+                )
+            else:
+                found = await self._client.conversations_replies(
+                    channel=self._channel,
+                    ts=self._thread,
+                    oldest=self._question,
+                    limit=_LOOK_BACK,
+                    include_all_metadata=True,
+                )
+        except (SlackApiError, SlackClientError) as exc:
+            log.warning(
+                "reading %s for a thinking message failed: %s", self._channel, _slack_error(exc)
+            )
+            return None
+        for message in found.get("messages") or []:
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if (
+                metadata.get("event_type") == THINKING_EVENT
+                and payload.get("question") == self._question
+            ):
+                return str(message["ts"])
+        return None
+
+    async def _post(self, text: str, *, thinking: bool = False) -> str | None:
+        metadata = None
+        if thinking and self._question is not None:
+            payload = {"question": self._question}
+            metadata = {"event_type": THINKING_EVENT, "event_payload": payload}
         try:
             answer = await self._client.chat_postMessage(
-                channel=self._channel, thread_ts=self._thread, text=text, unfurl_links=False
+                channel=self._channel,
+                thread_ts=self._thread,
+                text=text,
+                unfurl_links=False,
+                metadata=metadata,
             )
         except SlackApiError as exc:
             error = exc.response.get("error")
