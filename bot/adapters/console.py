@@ -13,7 +13,7 @@ import io
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from typing import TextIO
 
@@ -123,26 +123,50 @@ async def _read_line(stream: TextIO) -> str | None:
     return line.rstrip("\r\n")
 
 
-class Kept:
-    """The console's outbox: replies kept, to be shown once the spinner is gone."""
+class Printing:
+    """The console's outbox: an answer printed as the model writes it (the spinner stopped
+    at its first text), other replies kept to be printed once the spinner is gone."""
 
-    def __init__(self) -> None:
+    def __init__(self, stdout: TextIO, *, first_text: Callable[[], None], gap: bool) -> None:
         self.replies: list[Reply] = []
+        self._stdout = stdout
+        self._first_text = first_text
+        self._gap = gap  # a blank line after each reply, at a terminal
+        self._printed = ""
 
     def working(self) -> AbstractAsyncContextManager[None]:
         return nullcontext()
 
+    async def show(self, text: str) -> None:
+        if not text.startswith(self._printed):
+            return  # not a continuation of what is printed: the end says the rest
+        if not self._printed:
+            self._first_text()
+        self._write(text[len(self._printed) :])
+        self._printed = text
+
     async def send(self, reply: Reply) -> str | None:
-        self.replies.append(reply)
+        if not self._printed:
+            self.replies.append(reply)
+            return None
+        pairs = zip(self._printed, reply.text, strict=False)
+        same = next((i for i, (a, b) in enumerate(pairs) if a != b), len(self._printed))
+        self._write(reply.text[same:] + "\n" + ("\n" if self._gap else ""))
+        self._printed = ""
         return None
 
+    def _write(self, text: str) -> None:
+        self._stdout.write(visible(text))
+        self._stdout.flush()
 
-async def _take(handler: Handler, item: IncomingMessage | CommandCall) -> list[Reply]:
+
+async def _take(
+    handler: Handler, item: IncomingMessage | CommandCall, outbox: Printing
+) -> list[Reply]:
     if isinstance(item, CommandCall):
         return [await handler.command(item)]
-    kept = Kept()
-    await handler.handle(item, kept)
-    return kept.replies
+    await handler.handle(item, outbox)
+    return outbox.replies
 
 
 async def chat(
@@ -209,12 +233,20 @@ async def _chat(
             if not line.strip():
                 continue
             item = to_incoming(line, channel=channel, user=user)
-            with ui.status(THINKING) if spinner else nullcontext():
-                try:
-                    replies = await _take(handler, item)
-                except StorageError as exc:
-                    notice = handler.storage_notice(item.conversation, exc)
-                    replies = [notice] if notice is not None else []
+            status = ui.status(THINKING) if spinner else None
+            if status is not None:
+                status.start()
+            printing = Printing(
+                stdout, first_text=status.stop if status else lambda: None, gap=interactive
+            )
+            try:
+                replies = await _take(handler, item, printing)
+            except StorageError as exc:
+                notice = handler.storage_notice(item.conversation, exc)
+                replies = [notice] if notice is not None else []
+            finally:
+                if status is not None:
+                    status.stop()
             for reply in replies:
                 show(reply.text)
         # Let summaries started by this session finish, so the next one starts from them.

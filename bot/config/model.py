@@ -49,6 +49,8 @@ class LLMConfig(Section):
     reply_deadline_seconds: float = Field(default=90.0, gt=0)
     """The most one answer may take, all its retries and Retry-After waits included."""
     max_reply_tokens: int = Field(default=1024, gt=0)
+    stream: bool = True
+    """Show answers as the model writes them (off for servers whose streaming is broken)."""
     max_reply_chars: int = Field(default=8000, ge=500)
     """The most of a reply posted as messages; a longer one's whole text is attached as a
     file (servers may ignore max_reply_tokens)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config import Config
+from bot.core.answering import Asker, Show
 from bot.core.background import Background, needs_summary
 from bot.core.leases import Leases
 from bot.core.locks import Locks
@@ -36,10 +37,9 @@ from bot.core.models import (
     Summary,
     prompt_speakers,
     render_content,
-    strip_speaker_tags,
 )
 from bot.core.observe import NoObserver, Observer
-from bot.core.ports.llm import ChatModel, Completion, Embedder, Failure, LLMError, clean_text
+from bot.core.ports.llm import ChatModel, Embedder, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
 from bot.core.prompt.budget import build_within
@@ -49,7 +49,6 @@ from bot.core.wording import counted
 log = logging.getLogger(__name__)
 
 _COUNT_IN_THREAD = 20_000  # characters; longer texts are tokenized off the event loop
-_SHRINK_ON_OVERFLOW = 0.75
 
 
 @dataclass(frozen=True)
@@ -91,11 +90,11 @@ class Engine:
         comes from ``settings``."""
         self.settings = settings
         self.store = store
-        self.chat = chat
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
         self.gauge = calibrator.gauge(chat.model, tokenizer.count)
+        self.asker = Asker(chat=chat, gauge=self.gauge, calibrator=calibrator)
         self.observer: Observer = observer or NoObserver()
         self.clock = clock
         """When an answer is made, in seconds since the epoch (a replay's own time)."""
@@ -121,6 +120,15 @@ class Engine:
         )
 
     # -- messages -------------------------------------------------------------------------
+
+    @property
+    def chat(self) -> ChatModel:
+        """The chat model answers are asked of (replaced by ``bot eval`` to record calls)."""
+        return self.asker.chat
+
+    @chat.setter
+    def chat(self, chat: ChatModel) -> None:
+        self.asker.chat = chat
 
     async def count(self, text: str) -> int:
         if len(text) > _COUNT_IN_THREAD:
@@ -206,14 +214,15 @@ class Engine:
             return None
         return Pending(message=message, stored=stored)
 
-    async def answer(self, pending: Pending) -> Reply:
-        """Answer an accepted message (the handler links the stored answer to the platform
-        message it is sent as, :meth:`attach_message_id`, then calls :meth:`finish`)."""
+    async def answer(self, pending: Pending, *, show: Show | None = None) -> Reply:
+        """Answer an accepted message, streamed to ``show`` as it is written when given (the
+        handler links the stored answer to the platform message it is sent as,
+        :meth:`attach_message_id`, then calls :meth:`finish`)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
         try:
-            return await self._reply(pending.message.conversation, pending.stored)
+            return await self._reply(pending.message.conversation, pending.stored, show)
         finally:
             if task is not None:
                 self._replying.discard(task)
@@ -238,19 +247,32 @@ class Engine:
         for stored_id in sorted(self._unfinished):
             await self.finish_stored(stored_id)
 
-    async def _reply(self, conversation: Conversation, stored: StoredMessage) -> Reply:
+    async def _reply(
+        self, conversation: Conversation, stored: StoredMessage, show: Show | None
+    ) -> Reply:
         settings = self.settings_for(conversation)
+        speaker = Speaker(Person.of(conversation, stored.author_id), stored.author_name)
+
+        async def build(limit: int) -> Prompt:
+            return await self._build(
+                conversation, settings, limit, stored.id, current=stored, speaker=speaker
+            )
+
+        def speakers(prompt: Prompt) -> set[str]:
+            return {stored.author_name, *prompt_speakers(prompt.messages)}
+
         async with self._reply_locks(conversation.key):
             try:
-                prompt, completion = await self._answer(conversation, stored, settings)
+                answered = await self.asker.ask(
+                    build, settings, speakers, show=show if settings.stream else None
+                )
             except PromptTooLarge as exc:
                 self.observer.error(kind="prompt_too_large")
                 return Reply(str(exc), kind=ReplyKind.ERROR)
             except LLMError as exc:
                 log.warning("chat model failed for %s: %s", conversation.key, exc)
                 return Reply(exc.user_message, kind=ReplyKind.ERROR)
-            speakers = {stored.author_name, *prompt_speakers(prompt.messages)}
-            text = strip_speaker_tags(completion.text, speakers)
+            prompt, text = answered.prompt, answered.text
             answer = await self.store.add_message(
                 conversation=conversation,
                 role=Role.ASSISTANT,
@@ -267,53 +289,21 @@ class Engine:
                 conversation_key=conversation.key,
                 model=self.chat.model,
                 purpose="chat",
-                prompt_tokens=completion.prompt_tokens or 0,
-                completion_tokens=completion.completion_tokens or 0,
+                prompt_tokens=answered.prompt_tokens or 0,
+                completion_tokens=answered.completion_tokens or 0,
             )
-            await self.gauge.observe(prompt.messages, prompt.tokens, completion.prompt_tokens)
+            await self.gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
         if needs_summary(prompt, settings):
             self.background.schedule_summary(conversation, settings)
         return Reply(text, stored_id=answer.id)
 
-    async def _answer(
-        self, conversation: Conversation, stored: StoredMessage, settings: Settings
-    ) -> tuple[Prompt, Completion]:
-        limit = settings.max_context_tokens  # in the server's count
-        speaker = Speaker(Person.of(conversation, stored.author_id), stored.author_name)
-        # One deadline for the answer, whatever retries it takes.
-        deadline = time.monotonic() + settings.reply_deadline_seconds
-        for attempt in range(2):
-            prompt = await self._build(
-                conversation, settings, limit, stored.id, current=stored, speaker=speaker
-            )
-            try:
-                completion = await self.chat.complete(
-                    prompt.messages, max_tokens=settings.max_reply_tokens, deadline=deadline
-                )
-            except LLMError as exc:
-                if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
-                    raise
-                log.warning("%s overflowed the model's context; retrying smaller", conversation.key)
-                limit = await self.limit_after_overflow(settings, prompt, exc, limit)
-                continue
-            return prompt, completion
-        raise AssertionError("unreachable")
-
     async def limit_after_overflow(
         self, settings: Settings, prompt: Prompt, exc: LLMError, limit: int
     ) -> int:
-        """A smaller limit (in the server's count) for another try after ``prompt``
-        overflowed the chat model's context: sized to the window when the error stated it
-        (which is kept, for ``bot doctor``)."""
-        sent = await self.gauge.cost(prompt.messages, prompt.tokens)
-        limit = int(min(limit, sent) * _SHRINK_ON_OVERFLOW)
-        if exc.context is not None:  # the server said how much fits
-            await self.calibrator.learn_window(self.chat.model, exc.context)
-            room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
-            limit = min(limit, room)
-        return limit
+        """:meth:`Asker.limit_after_overflow`."""
+        return await self.asker.limit_after_overflow(settings, prompt, exc, limit)
 
     async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
         """A platform edit: the stored text and its count follow it."""

@@ -231,7 +231,7 @@ class Handler:
                     await self.engine.store.showing(
                         stored_id=turn.accepted.stored.id, message_id=shown
                     )
-            reply = await self.engine.answer(turn.accepted)
+            reply = await self.engine.answer(turn.accepted, show=outbox.show)
         sent = await outbox.send(reply)
         if sent is not None and reply.stored_id is not None:
             await self.engine.attach_message_id(turn.incoming.conversation, reply.stored_id, sent)

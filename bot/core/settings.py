@@ -62,6 +62,8 @@ class Settings:
     """The budget before calibration."""
     max_reply_tokens: int
     reply_deadline_seconds: float
+    stream: bool
+    """Show answers as the model writes them (where the platform can)."""
     window_turns: int
     """The most turns a prompt holds under the window strategy."""
     keep_recent_turns: int
@@ -80,6 +82,7 @@ class Settings:
             max_context_tokens=memory.max_context_tokens,
             max_reply_tokens=llm.max_reply_tokens,
             reply_deadline_seconds=llm.reply_deadline_seconds,
+            stream=llm.stream,
             window_turns=memory.window_turns,
             keep_recent_turns=memory.keep_recent_turns,
             profile_tokens=memory.profile_tokens,

@@ -285,6 +285,7 @@ class _StreamReading:
         self._model = model
         self._named: str | None = None
         self._texted = False
+        self._chunks = 0  # chunks read: a body without any is not an event stream
         self._refusal: list[str] = []
         self._finish: str | None = None
         self._prompt_tokens: int | None = None
@@ -292,6 +293,7 @@ class _StreamReading:
 
     def take(self, chunk: ChatCompletionChunk) -> str:
         """The text this chunk adds (made storable; the reply's leading blanks dropped)."""
+        self._chunks += 1
         named = getattr(chunk, "model", None)
         if isinstance(named, str) and named:
             self._named = clean_text(named)
@@ -325,6 +327,8 @@ class _StreamReading:
         return f"(The model declined to answer: {said})"
 
     def end(self, *, seconds: float) -> StreamEnd:
+        if not self._chunks:
+            raise LLMError(Failure.BAD_RESPONSE, "the stream held no events")
         if not self._texted:
             raise LLMError(Failure.EMPTY, f"finish_reason={self._finish!r}")
         return StreamEnd(

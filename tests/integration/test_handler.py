@@ -25,9 +25,14 @@ class Kept:
 
     def __init__(self) -> None:
         self.replies: list[str] = []
+        self.drafts: list[str] = []
+        """The answer so far, each time it grew while the model wrote it."""
 
     def working(self) -> AbstractAsyncContextManager[None]:
         return nullcontext()
+
+    async def show(self, text: str) -> None:
+        self.drafts.append(text)
 
     async def send(self, reply: Reply) -> str | None:
         self.replies.append(reply.text)

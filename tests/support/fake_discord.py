@@ -126,6 +126,10 @@ class Sent:
     """The message as the fake created it (its id, to edit or delete it later)."""
     files: list[tuple[str, bytes]] = field(default_factory=list)
     """Attachments (file name, content), sent as multipart/form-data."""
+    posted_at: float = field(default_factory=time.monotonic)
+    edits: list[tuple[float, str]] = field(default_factory=list)
+    """Each edit's time (:func:`time.monotonic`) and new content; ``content`` is the last."""
+    deleted: bool = False
 
     @property
     def allowed_mentions(self) -> JSON | None:
@@ -278,6 +282,7 @@ class FakeDiscord:
         self.guilds = guilds or []
         self.grant_message_content = grant_message_content
         self.sent: list[Sent] = []
+        self._changed = 0.0  # when a message was last sent, edited or deleted
         self.typing: list[int] = []
         self.requests: list[tuple[str, str]] = []
         self.command_syncs: list[tuple[str, list[JSON]]] = []
@@ -533,9 +538,19 @@ class FakeDiscord:
         """Wait (up to 10 s) until ``condition()`` holds, e.g. on what the bot sent."""
         await eventually(condition)
 
-    async def sent_count(self, count: int) -> list[Sent]:
-        await self.until(lambda: len(self.sent) >= count)
-        return self.sent
+    async def sent_count(self, count: int, *, quiet: float = 0.25) -> list[Sent]:
+        """The messages the bot has sent (not deleted) once there are ``count`` and none was
+        sent, edited or deleted for ``quiet`` seconds: an answer streamed into its message
+        has settled."""
+        while True:
+            await self.until(lambda: len(self.shown()) >= count)
+            if time.monotonic() - self._changed >= quiet:
+                return self.shown()
+            await asyncio.sleep(quiet / 5)
+
+    def shown(self) -> list[Sent]:
+        """The messages the bot sent and did not delete, with their latest content."""
+        return [sent for sent in self.sent if not sent.deleted]
 
     # -- gateway --------------------------------------------------------------------------
 
@@ -642,6 +657,8 @@ class FakeDiscord:
             (r"GET /channels/(\d+)", self._channel),
             (r"POST /channels/(\d+)/messages", self._send),
             (r"GET /channels/(\d+)/messages", self._history),
+            (r"PATCH /channels/(\d+)/messages/(\d+)", self._edit),
+            (r"DELETE /channels/(\d+)/messages/(\d+)", self._delete),
             (r"POST /channels/(\d+)/typing", self._typing),
             (r"POST /interactions/(\d+)/([^/]+)/callback", self._callback),
             (r"POST /webhooks/\d+/([^/]+)", self._followup),
@@ -731,8 +748,38 @@ class FakeDiscord:
             return self._json({"message": "Missing Permissions", "code": 50013}, 403)
         message = self._message_out(channel_id, body)
         self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message, files))
+        self._changed = time.monotonic()
         self.history.setdefault(int(channel_id), []).append(message)
         return self._json(message)
+
+    def _find(self, channel_id: str, message_id: str) -> Sent | None:
+        for sent in self.sent:
+            if sent.message["id"] == message_id and sent.channel_id == int(channel_id):
+                return sent
+        return None
+
+    def _edit(
+        self, request: web.Request, body: JSON, channel_id: str, message_id: str
+    ) -> web.Response:
+        sent = self._find(channel_id, message_id)
+        if sent is None or sent.deleted:
+            return self._json({"message": "Unknown Message", "code": 10008}, 404)
+        self._changed = time.monotonic()
+        sent.content = str(body.get("content") or "")
+        sent.edits.append((self._changed, sent.content))
+        sent.message["content"] = sent.content  # the same dict history holds
+        sent.message["edited_timestamp"] = datetime.now(UTC).isoformat()
+        return self._json(sent.message)
+
+    def _delete(
+        self, request: web.Request, body: Any, channel_id: str, message_id: str
+    ) -> web.Response:
+        sent = self._find(channel_id, message_id)
+        if sent is None or sent.deleted:
+            return self._json({"message": "Unknown Message", "code": 10008}, 404)
+        self._changed = time.monotonic()
+        sent.deleted = True
+        return web.Response(status=204)
 
     def _history(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
         """Newest first, as Discord answers: with ``after`` (and no ``before``) the ``limit``

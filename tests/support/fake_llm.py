@@ -77,6 +77,8 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     raw_body: str | None = None
+    raw_literal: str | None = None
+    """The JSON string literal a :meth:`raw_content` reply's text is sent as (streamed too)."""
     close_connection: bool = False
     finish_reason: str = "stop"
     piece_delay: float = 0
@@ -118,7 +120,7 @@ class Reply:
             ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
         }
-        return cls(raw_body=json.dumps(body).replace("@@", literal))
+        return cls(raw_body=json.dumps(body).replace("@@", literal), raw_literal=literal)
 
     @classmethod
     def server_error(cls) -> Reply:
@@ -396,6 +398,8 @@ class FakeLLM:
             if request.transport is not None:
                 request.transport.abort()
             raise asyncio.CancelledError  # ends the handler; aiohttp sends nothing
+        if reply.raw_literal is not None and body.get("stream"):
+            return await self._raw_stream(request, reply)
         if reply.raw_body is not None:
             ctype = "text/event-stream" if body.get("stream") else "application/json"
             status, headers = reply.status, reply.headers
@@ -464,6 +468,21 @@ class FakeLLM:
         if include_usage:
             await send({**chunk, "choices": [], "usage": usage})
         await send("[DONE]")
+        await response.write_eof()
+        return response
+
+    async def _raw_stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
+        """A :meth:`Reply.raw_content` reply streamed: its text as one piece written as its
+        literal, then the end."""
+        response = web.StreamResponse(status=reply.status, headers=reply.headers)
+        response.content_type = "text/event-stream"
+        await response.prepare(request)
+        delta = {"content": "@@"}
+        chunk = {"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": 0}
+        chunk.update(model="gpt-4o-mini", choices=[{"index": 0, "delta": delta}])
+        data = json.dumps(chunk).replace("@@", reply.raw_literal or "")
+        for event in (data, "[DONE]"):
+            await response.write(f"data: {event}\n\n".encode())
         await response.write_eof()
         return response
 

@@ -11,6 +11,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.live import LiveText, RateLimited
 from bot.adapters.slack.render import split, to_mrkdwn
 from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
 from bot.core.models import Reply, ReplyKind
@@ -64,6 +65,7 @@ class SlackOutbox:
         self._placeholder = placeholder
         self._question = question
         self._adopt = adopt
+        self._live: LiveText | None = None
 
     @asynccontextmanager
     async def working(self) -> AsyncIterator[str | None]:
@@ -78,7 +80,23 @@ class SlackOutbox:
             self._placeholder = None
             raise
 
+    async def show(self, text: str) -> None:
+        """The answer so far, in the thinking message (and more, past Slack's length), updated
+        about once a second."""
+        if self._live is None:
+            surface = _Messages(self)
+            self._live = LiveText(surface, self._cut, first=self._placeholder)
+        self._live.show(text)
+
     async def send(self, reply: Reply) -> str | None:
+        if self._live is not None and not is_ephemeral(reply):
+            long = shorten(reply.text, self._max_reply_chars)
+            first = await self._live.finish(self._cut(reply.text))
+            if long is not None:
+                await self._attach(long)
+            return first
+        if self._live is not None:
+            await self._live.abandon()
         chunks = split(to_mrkdwn(reply.text))
         if is_ephemeral(reply):
             await self._delete(self._placeholder)
@@ -178,6 +196,19 @@ class SlackOutbox:
         ts = answer.get("ts")
         return str(ts) if ts else None
 
+    def _cut(self, text: str) -> list[str]:
+        """The messages showing ``text``: its start when it is too long to post whole."""
+        long = shorten(text, self._max_reply_chars)
+        return split(to_mrkdwn(long.shown if long else text))
+
+    async def _update(self, ts: str, text: str) -> None:
+        try:
+            await self._client.chat_update(channel=self._channel, ts=ts, text=text)
+        except SlackApiError as exc:
+            if exc.response.status_code == 429:
+                raise RateLimited(_retry_after(exc)) from None
+            log.warning("chat.update in %s failed: %s", self._channel, exc.response.get("error"))
+
     async def _delete(self, ts: str | None) -> None:
         if ts is None:
             return
@@ -185,6 +216,29 @@ class SlackOutbox:
             await self._client.chat_delete(channel=self._channel, ts=ts)
         except SlackApiError as exc:
             log.warning("chat.delete in %s failed: %s", self._channel, exc.response.get("error"))
+
+
+def _retry_after(exc: SlackApiError) -> float:
+    try:
+        return max(1.0, float(exc.response.headers.get("Retry-After", 1)))
+    except (TypeError, ValueError):
+        return 1.0
+
+
+class _Messages:
+    """An answer's messages in its channel (or thread), for :class:`LiveText`."""
+
+    def __init__(self, outbox: SlackOutbox) -> None:
+        self._outbox = outbox
+
+    async def post(self, text: str) -> str | None:
+        return await self._outbox._post(text)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        await self._outbox._update(message_id, text)
+
+    async def delete(self, message_id: str) -> None:
+        await self._outbox._delete(message_id)
 
 
 async def answer_command(respond: AsyncRespond, reply: Reply) -> None:

@@ -48,6 +48,12 @@ class Outbox(Protocol):
         or is abandoned."""
         ...
 
+    async def show(self, text: str) -> None:
+        """The answer so far (all of it, growing) while the model writes it, shown at the pace
+        the platform allows (never called for an answer made whole); :meth:`send` then shows
+        it finished, in the same messages."""
+        ...
+
     async def send(self, reply: Reply) -> str | None:
         """Show ``reply``; the platform id of the message that holds it (or its start), so
         that the platform's edits and deletions of it reach memory; None when it has none."""

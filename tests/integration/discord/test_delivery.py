@@ -40,9 +40,11 @@ async def test_a_long_reply_arrives_in_balanced_parts_despite_a_429(
         await fake.say(
             BO, f"<@{BOT.id}> explain", channel_id=GENERAL, guild_id=GUILD, mentions=(BOT,)
         )
+        wanted = [p.text for p in expected]
+        await fake.until(lambda: [s.content for s in fake.shown()] == wanted)  # streamed, settled
         sent = await fake.sent_count(len(expected))
     assert fake.rate_limited == [f"POST /channels/{GENERAL}/messages"]
-    assert [s.content for s in sent] == [p.text for p in expected]
+    assert [s.content for s in sent] == wanted
     assert "".join(p.body for p in expected) == text
     for part in sent:
         assert len(part.content) <= MESSAGE_LIMIT

@@ -1,0 +1,163 @@
+"""An answer shown as the model writes it, by posting and editing messages at the pace a
+platform allows. Platform-neutral: each adapter gives a :class:`Surface` (post, edit, delete)
+and its way of cutting text into messages (:func:`bot.adapters.text.split` with its limit and
+fence rule, so a code block still open at the end of what came so far is shown closed).
+
+Text arrives far faster than a platform takes edits: :meth:`LiveText.show` only keeps the
+newest text, and one task at a time brings the messages up to it, at most once every
+``interval`` seconds, waiting out a rate limit (:class:`RateLimited`) when the platform says
+so. :meth:`LiveText.finish` shows the finished answer in the messages posted so far, posting
+more or deleting those it no longer needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+EDIT_INTERVAL = 1.0
+"""Seconds between two updates of a streamed answer: about what Slack and Discord allow for
+editing one message."""
+
+
+class RateLimited(Exception):
+    """The platform refused a call for now (HTTP 429); try again after ``retry_after``."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited for {retry_after:.1f} s")
+        self.retry_after = retry_after
+
+
+class Surface(Protocol):
+    """Where one answer's messages go on a platform."""
+
+    async def post(self, text: str) -> str | None:
+        """Post a new message; its platform id (None when it could not be posted)."""
+        ...
+
+    async def edit(self, message_id: str, text: str) -> None:
+        """Replace a posted message's text; :class:`RateLimited` when told to wait."""
+        ...
+
+    async def delete(self, message_id: str) -> None: ...
+
+
+Cut = Callable[[str], Sequence[str]]
+"""A text as the platform's messages (each within its limit, code fences balanced)."""
+
+
+class LiveText:
+    """One answer's messages, kept up with a growing text."""
+
+    def __init__(
+        self,
+        surface: Surface,
+        cut: Cut,
+        *,
+        first: str | None = None,
+        interval: float = EDIT_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``first``: a message already shown for this answer (a "thinking" message) that
+        its text replaces."""
+        self._surface = surface
+        self._cut = cut
+        self._interval = interval
+        self._clock = clock
+        self._ids: list[str] = [first] if first is not None else []
+        self._shown: list[str | None] = [None] * len(self._ids)
+        self._wanted = ""
+        self._next_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._broken = False
+        self._finishing = False
+        self._wake = asyncio.Event()
+
+    @property
+    def message_ids(self) -> list[str]:
+        """The messages holding the answer so far, in order."""
+        return list(self._ids)
+
+    def show(self, text: str) -> None:
+        """The answer so far (all of it); shown within ``interval`` or when allowed."""
+        self._wanted = text
+        if self._broken or self._finishing or (self._task is not None and not self._task.done()):
+            return
+        self._task = asyncio.create_task(self._catch_up(), name="live answer")
+
+    async def finish(self, parts: Sequence[str]) -> str | None:
+        """Show the finished answer as ``parts`` (already cut), in the messages posted so far
+        and new ones; delete those left over. The id of the first message."""
+        await self._stop()
+        for index, part in enumerate(parts):
+            await self._put(index, part, wait=True)
+        for message_id in self._ids[len(parts) :]:
+            await self._surface.delete(message_id)
+        del self._ids[len(parts) :], self._shown[len(parts) :]
+        return self._ids[0] if self._ids else None
+
+    async def abandon(self) -> None:
+        """Stop updating (the answer failed or was cancelled); what is shown stays."""
+        await self._stop()
+
+    async def _stop(self) -> None:
+        """End the updates once the call in flight, if any, is answered (cutting it off could
+        leave a message posted whose id is never known)."""
+        self._finishing = True
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def _catch_up(self) -> None:
+        """Bring the messages up to the newest text until they show it."""
+        while not self._finishing:
+            delay = self._next_at - self._clock()
+            if delay > 0:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                if self._wake.is_set():  # finishing
+                    return
+            parts = self._cut(self._wanted)
+            changed = [
+                i for i, part in enumerate(parts) if i >= len(self._shown) or self._shown[i] != part
+            ]
+            if not changed:
+                return
+            try:
+                for index in changed:
+                    await self._put(index, parts[index], wait=False)
+            except RateLimited as limited:
+                self._next_at = self._clock() + limited.retry_after
+                continue
+            except Exception:
+                log.exception("showing an answer as it was written failed; it is sent whole")
+                self._broken = True
+                return
+            self._next_at = self._clock() + self._interval
+
+    async def _put(self, index: int, text: str, *, wait: bool) -> None:
+        """Show ``text`` as the answer's message ``index`` (posted if new). With ``wait``, a
+        rate limit is waited out rather than raised."""
+        while True:
+            try:
+                if index < len(self._ids):
+                    if self._shown[index] != text:
+                        await self._surface.edit(self._ids[index], text)
+                        self._shown[index] = text
+                    return
+                posted = await self._surface.post(text)
+                if posted is not None:
+                    self._ids.append(posted)
+                    self._shown.append(text)
+                return
+            except RateLimited as limited:
+                if not wait:
+                    raise
+                await asyncio.sleep(limited.retry_after)
