@@ -81,7 +81,7 @@ class _Taken:
     channel: str
     thread: str | None
     naming: Naming | None
-    assistant: bool = False
+    in_pane: bool = False
     """In a thread of Slack's assistant pane (titled, a status line while answering)."""
 
 
@@ -265,7 +265,7 @@ class Listeners:
         incoming = taken.turn.incoming
         max_chars = self.engine.config.llm.max_reply_chars
         outbox: SlackOutbox
-        if taken.assistant and taken.thread is not None:
+        if taken.in_pane and taken.thread is not None:
             outbox = self.assistant.outbox(
                 channel=taken.channel,
                 thread=taken.thread,
@@ -285,7 +285,7 @@ class Listeners:
 
         async def named(turn: Turn) -> Turn:
             turn = await self.names.settled(turn, taken.naming)
-            if taken.assistant and taken.thread is not None:
+            if taken.in_pane and taken.thread is not None:
                 await self.assistant.title(turn, channel=taken.channel, thread=taken.thread)
             return turn
 
