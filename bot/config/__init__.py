@@ -27,9 +27,11 @@ from bot.config.model import (
 from bot.config.platforms import (
     DiscordConfig,
     PlatformSection,
+    SlackAssistantConfig,
     SlackConfig,
     SlackMode,
     SlackRecord,
+    SuggestedPrompt,
 )
 from bot.config.section import ConfigError
 
@@ -44,11 +46,13 @@ __all__ = [
     "LoggingConfig",
     "MemoryConfig",
     "PlatformSection",
+    "SlackAssistantConfig",
     "SlackConfig",
     "SlackMode",
     "SlackRecord",
     "StorageConfig",
     "Strategy",
+    "SuggestedPrompt",
     "config_files",
     "config_path",
     "describe_errors",

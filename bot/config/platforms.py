@@ -38,6 +38,56 @@ class SlackRecord(StrEnum):
     ADDRESSED = "addressed"
 
 
+MAX_SUGGESTED_PROMPTS = 4
+"""Slack shows at most four suggested prompts in an assistant thread."""
+DEFAULT_GREETING = (
+    "Hi! I remember everything said in this conversation, so you can come back to it any"
+    " time; a new chat starts with a clean slate. In a channel, mention me, and /pin a fact"
+    " to keep it in every answer there."
+)
+
+
+class SuggestedPrompt(Section):
+    """A prompt offered when an assistant thread opens: its button, and what it sends."""
+
+    title: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+
+
+DEFAULT_PROMPTS = (
+    SuggestedPrompt(title="What can you do?", message="What can you do, and what do you remember?"),
+    SuggestedPrompt(
+        title="Think it through with me",
+        message="Help me think a problem through: ask me what it is, then one question at a time.",
+    ),
+    SuggestedPrompt(
+        title="Summarize a text",
+        message="I will paste a text: summarize it in a few bullet points.",
+    ),
+)
+
+
+class SlackAssistantConfig(Section):
+    """Slack's assistant pane (the app's "Agents & AI Apps" feature)."""
+
+    enabled: bool = True
+    """Greet new assistant threads, title them, and show a status line while answering in
+    them; false: DM threads are answered as before, with a thinking message."""
+    greeting: str = DEFAULT_GREETING
+    """Posted (as Markdown) when a person opens an assistant thread; empty: no greeting."""
+    suggested_prompts: tuple[SuggestedPrompt, ...] = DEFAULT_PROMPTS
+    """Offered under the greeting (at most four); empty: none."""
+
+    @field_validator("suggested_prompts")
+    @classmethod
+    def _at_most_four(cls, prompts: tuple[SuggestedPrompt, ...]) -> tuple[SuggestedPrompt, ...]:
+        if len(prompts) > MAX_SUGGESTED_PROMPTS:
+            raise ValueError(
+                f"lists {len(prompts)} prompts: Slack shows at most {MAX_SUGGESTED_PROMPTS}"
+            )
+        return prompts
+
+
 class SlackConfig(PlatformSection):
     mode: SlackMode = SlackMode.SOCKET
     host: str = "0.0.0.0"  # HTTP mode: where Slack (or the load balancer) reaches the bot
@@ -48,6 +98,7 @@ class SlackConfig(PlatformSection):
     """Channel ids where the bot answers every message, not only mentions."""
     admin_user_ids: tuple[str, ...] = ()
     """User ids who may run admin commands (/reset)."""
+    assistant: SlackAssistantConfig = SlackAssistantConfig()
     bot_token: str | None = Field(default=None, exclude=True, repr=False)
     app_token: str | None = Field(default=None, exclude=True, repr=False)
     signing_secret: str | None = Field(default=None, exclude=True, repr=False)

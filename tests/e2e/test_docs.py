@@ -44,14 +44,18 @@ def _leaf_keys(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, 
 
 
 def _spelled(value: object) -> str:
-    """A default as YAML writes it: null, true, [], 60 (not 60.0), hybrid."""
+    """A default as YAML writes it, on one line: null, true, [], 60 (not 60.0), hybrid,
+    [{title: a, message: b}]."""
     if isinstance(value, Enum):
         return str(value.value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, tuple):
-        value = list(value)
-    return str(yaml.safe_dump(value, default_flow_style=True)).removesuffix("\n...\n").strip()
+        value = [item.model_dump() if isinstance(item, BaseModel) else item for item in value]
+    dumped = yaml.safe_dump(
+        value, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10**6
+    )
+    return str(dumped).removesuffix("\n...\n").strip()
 
 
 def _documented_defaults(page: Path) -> dict[str, str]:

@@ -369,6 +369,8 @@ class FakeSlack:
             return {"channel": params.get("channel"), "ts": params.get("ts")}
         if method == "chat.postEphemeral":
             return {"message_ts": f"{9000 + next(self._ts)}.000200"}
+        if method.startswith("assistant.threads."):
+            return {}  # setStatus, setTitle, setSuggestedPrompts: recorded, nothing to give back
         if method == "files.getUploadURLExternal":
             file_id = f"F{next(self._ts)}"
             self._uploading[file_id] = (str(params.get("filename")), None)

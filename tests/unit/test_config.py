@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, Strategy, config_path, load_config, require_platform_tokens
+from bot.config import (
+    ConfigError,
+    SlackAssistantConfig,
+    Strategy,
+    config_path,
+    load_config,
+    require_platform_tokens,
+)
 from tests.support.paths import ROOT
 
 
@@ -24,6 +31,7 @@ def test_the_reference_config_is_valid_and_documents_the_defaults() -> None:
     assert config.llm.chat_model and config.llm.summary_model
     assert config.llm.api_key is None
     assert (config.catch_up.hours, config.catch_up.max_messages) == (24, 200)
+    assert config.slack.assistant == SlackAssistantConfig()  # the file spells the defaults out
 
 
 def test_environment_supplies_secrets_and_overrides_the_base_url(tmp_path: Path) -> None:
@@ -137,6 +145,18 @@ def test_missing_slack_secrets_are_named_when_connecting(
         ("{bot_token: xoxb-1}", {}, "slack.bot_token: secrets are read from the environment"),
         ("{mode: rtm}", {}, "slack.mode: Input should be 'socket' or 'http'"),
         ("{chanels: []}", {}, "slack.chanels: unknown key"),
+        (
+            "{assistant: {suggested_prompts: [{title: a, message: b}, {title: c, message: d},"
+            " {title: e, message: f}, {title: g, message: h}, {title: i, message: j}]}}",
+            {},
+            "slack.assistant.suggested_prompts: lists 5 prompts: Slack shows at most 4",
+        ),
+        (
+            "{assistant: {suggested_prompts: [{title: Plan}]}}",
+            {},
+            "slack.assistant.suggested_prompts[0].message: Field required",
+        ),
+        ("{assistant: {greeting: [hi]}}", {}, "slack.assistant.greeting: Input should be text"),
     ],
 )
 def test_a_bad_slack_section_is_named(

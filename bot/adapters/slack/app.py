@@ -23,6 +23,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.slack.assistant import Assistant, started_thread
 from bot.adapters.slack.names import Names, Naming
 from bot.adapters.slack.outbox import SlackOutbox, answer_command
 from bot.adapters.slack.translate import (
@@ -80,6 +81,8 @@ class _Taken:
     channel: str
     thread: str | None
     naming: Naming | None
+    in_pane: bool = False
+    """In a thread of Slack's assistant pane (titled, a status line while answering)."""
 
 
 _NOT_STORED = BoltResponse(status=503, body="")
@@ -106,6 +109,7 @@ class Listeners:
         self.names = Names(
             client=client, engine=engine, bot_user_id=identity.user_id, track=self.handler.track
         )
+        self.assistant = Assistant(client=client, store=engine.store, settings=settings.assistant)
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
         self.team = identity.team_id
         self.url = identity.url
@@ -134,6 +138,8 @@ class Listeners:
         for spec in COMMANDS:
             app.command(f"/{spec.name}")(self.on_command)
         app.shortcut(PIN_SHORTCUT)(self.on_pin_shortcut)
+        app.event("assistant_thread_started")(self.on_assistant_thread)
+        app.event("assistant_thread_context_changed")(self.on_thread_context)
 
     # -- Bolt listeners: commit, acknowledge, then work in a task -------------------------
 
@@ -149,6 +155,23 @@ class Listeners:
 
     async def on_mention(self, ack: AsyncAck) -> None:
         await ack()  # the same message also arrives as a message event, handled there
+
+    async def on_thread_context(self, ack: AsyncAck) -> None:
+        await ack()  # the channel a person has open beside the pane: not used
+
+    async def on_assistant_thread(self, body: dict[str, Any], ack: AsyncAck) -> BoltResponse | None:
+        """A thread opened in the assistant pane: greeted once, however often delivered."""
+        thread = started_thread(body)
+        try:
+            first = thread is not None and await self.handler.first_request(
+                f"slack:assistant:{thread.channel}:{thread.thread}"
+            )
+        except Exception as exc:
+            return _refuse("assistant thread", exc)
+        await ack()
+        if first and thread is not None:
+            self.handler.spawn(self.assistant.greet(thread), "slack assistant greeting")
+        return None
 
     async def on_reaction(self, body: dict[str, Any], ack: AsyncAck) -> BoltResponse | None:
         reaction = to_reaction(body)
@@ -235,20 +258,36 @@ class Listeners:
             naming = self.names.name_later(incoming.conversation, incoming.message_id, author)
         if turn is None:
             return None
-        return _Taken(turn, str(event["channel"]), event.get("thread_ts"), naming)
+        in_pane = self.assistant.holds(event)
+        return _Taken(turn, str(event["channel"]), event.get("thread_ts"), naming, in_pane)
 
     async def _answer(self, taken: _Taken) -> None:
-        outbox = SlackOutbox(
-            self.client,
-            channel=taken.channel,
-            thread=taken.thread,
-            user=taken.turn.incoming.author_id,
-            max_reply_chars=self.engine.config.llm.max_reply_chars,
-            question=taken.turn.incoming.message_id,
-        )
+        incoming = taken.turn.incoming
+        max_chars = self.engine.config.llm.max_reply_chars
+        outbox: SlackOutbox
+        if taken.in_pane and taken.thread is not None:
+            outbox = self.assistant.outbox(
+                channel=taken.channel,
+                thread=taken.thread,
+                user=incoming.author_id,
+                max_reply_chars=max_chars,
+                question=incoming.message_id,
+            )
+        else:
+            outbox = SlackOutbox(
+                self.client,
+                channel=taken.channel,
+                thread=taken.thread,
+                user=incoming.author_id,
+                max_reply_chars=max_chars,
+                question=incoming.message_id,
+            )
 
         async def named(turn: Turn) -> Turn:
-            return await self.names.settled(turn, taken.naming)
+            turn = await self.names.settled(turn, taken.naming)
+            if taken.in_pane and taken.thread is not None:
+                await self.assistant.title(turn, channel=taken.channel, thread=taken.thread)
+            return turn
 
         await self.handler.answer(taken.turn, outbox, prepare=named)
 

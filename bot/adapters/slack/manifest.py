@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from bot.adapters.slack.translate import PIN_SHORTCUT
+from bot.config import SlackAssistantConfig
 from bot.core.commands import COMMANDS, CommandSpec
 
 _HEADER = """\
@@ -25,6 +26,7 @@ _HTTP = """\
 
 BOT_SCOPES = (
     "app_mentions:read",
+    "assistant:write",  # the assistant pane: status line, titles, suggested prompts
     "channels:history",
     "chat:write",
     "commands",
@@ -38,14 +40,22 @@ BOT_SCOPES = (
 )
 # Every message in channels the bot is in (mentions included), private channels, DMs and
 # group DMs (edits and deletions arrive as message subtypes); a 📌 reaction marks a message
-# important.
+# important; a thread opened in the assistant pane is greeted (its messages are DM messages).
 BOT_EVENTS = (
+    "assistant_thread_context_changed",
+    "assistant_thread_started",
     "message.channels",
     "message.groups",
     "message.im",
     "message.mpim",
     "reaction_added",
     "reaction_removed",
+)
+
+
+ASSISTANT_DESCRIPTION = (
+    "A chatbot that remembers: each conversation here keeps its own memory, so you can come"
+    " back to it any time."
 )
 
 
@@ -62,6 +72,17 @@ def _slash_command(spec: CommandSpec, request_url: str | None) -> dict[str, Any]
         command["url"] = request_url
     command["should_escape"] = False
     return command
+
+
+def _assistant_view() -> dict[str, Any]:
+    """The assistant pane ("Agents & AI Apps"), with the suggested prompts the config has by
+    default (``slack.assistant.suggested_prompts``; the bot sets the configured ones on each
+    thread it greets)."""
+    view: dict[str, Any] = {"assistant_description": ASSISTANT_DESCRIPTION}
+    prompts = SlackAssistantConfig().suggested_prompts
+    if prompts:
+        view["suggested_prompts"] = [prompt.model_dump() for prompt in prompts]
+    return view
 
 
 def manifest(request_url: str | None = None) -> dict[str, Any]:
@@ -85,6 +106,7 @@ def manifest(request_url: str | None = None) -> dict[str, Any]:
                 "messages_tab_read_only_enabled": False,
             },
             "bot_user": {"display_name": "memorybot", "always_online": True},
+            "assistant_view": _assistant_view(),
             "slash_commands": [_slash_command(spec, request_url) for spec in COMMANDS],
             "shortcuts": [
                 {

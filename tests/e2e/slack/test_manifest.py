@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from bot.adapters.slack.translate import PIN_SHORTCUT
+from bot.config import SlackAssistantConfig
 from bot.core.commands import COMMANDS
 from tests.support.paths import ROOT
 
@@ -46,6 +47,9 @@ def assert_valid_for_slack(manifest: dict[str, Any]) -> None:
         assert re.fullmatch(r"/[a-z0-9_-]{1,31}", command["command"]), command
         assert 0 < len(command["description"]) <= 2000
         assert len(command.get("usage_hint", "")) <= 1000
+    assistant = manifest["features"]["assistant_view"]
+    assert 0 < len(assistant["assistant_description"]) <= 250
+    assert len(assistant.get("suggested_prompts", [])) <= 4
     for shortcut in manifest["features"]["shortcuts"]:
         assert shortcut["type"] in ("message", "global")
         assert len(shortcut["callback_id"]) <= 255 and len(shortcut["description"]) <= 150
@@ -108,6 +112,8 @@ def test_the_manifest_declares_shortcut_events_and_scopes(tmp_path: Path) -> Non
     assert (shortcut["type"], shortcut["callback_id"]) == ("message", PIN_SHORTCUT)
     settings = manifest["settings"]
     assert set(settings["event_subscriptions"]["bot_events"]) == {
+        "assistant_thread_context_changed",
+        "assistant_thread_started",
         "message.channels",
         "message.groups",
         "message.im",
@@ -120,3 +126,13 @@ def test_the_manifest_declares_shortcut_events_and_scopes(tmp_path: Path) -> Non
     assert {"chat:write", "commands", "users:read", "channels:history", "im:history"} <= scopes
     assert "reactions:read" in scopes  # reaction_added / reaction_removed need it
     assert "files:write" in scopes  # a long reply's whole text is shared as a file
+
+
+def test_the_manifest_turns_the_assistant_pane_on_with_the_default_prompts(tmp_path: Path) -> None:
+    manifest = printed(cwd=tmp_path)
+    view = manifest["features"]["assistant_view"]
+    assert "remembers" in view["assistant_description"]
+    defaults = SlackAssistantConfig().suggested_prompts
+    assert view["suggested_prompts"] == [p.model_dump() for p in defaults]
+    assert "assistant:write" in manifest["oauth_config"]["scopes"]["bot"]  # status, title
+    assert "message.im" in manifest["settings"]["event_subscriptions"]["bot_events"]
