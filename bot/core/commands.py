@@ -303,10 +303,14 @@ def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
     requests = sum(r.requests for r in chosen)
     prompt = sum(r.prompt_tokens for r in chosen)
     completion = sum(r.completion_tokens for r in chosen)
-    return (
+    estimated = sum(r.estimated for r in chosen)
+    line = (
         f"  {purpose}: {counted(requests, 'request')}, {prompt:,} prompt + "
         f"{counted(completion, 'completion token')}"
     )
+    if estimated:
+        line += f" ({estimated:,} of the requests estimated: the server sent no usage)"
+    return line
 
 
 async def stats(engine: Engine, call: CommandCall) -> Reply:

@@ -289,8 +289,10 @@ class Engine:
                 conversation_key=conversation.key,
                 model=self.chat.model,
                 purpose="chat",
-                prompt_tokens=answered.prompt_tokens or 0,
-                completion_tokens=answered.completion_tokens or 0,
+                # the bot's own counts when the server sent none (estimated, in /stats)
+                prompt_tokens=_either(answered.prompt_tokens, prompt.tokens),
+                completion_tokens=_either(answered.completion_tokens, answer.tokens),
+                estimated=answered.prompt_tokens is None,
             )
             await self.gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
         self.observer.reply_out(platform=conversation.platform)
@@ -487,3 +489,7 @@ class Engine:
         # A summary in flight is discarded when it finds the conversation's generation moved.
         async with self._reply_locks(conversation.key):
             return await self.store.reset(conversation=conversation, include_pins=include_pins)
+
+
+def _either(told: int | None, ours: int) -> int:
+    return ours if told is None else told

@@ -90,7 +90,7 @@ TABLES: tuple[Table, ...] = (
     _table(
         "usage",
         "conversation model purpose",
-        "conversation model purpose requests prompt_tokens completion_tokens",
+        "conversation model purpose requests prompt_tokens completion_tokens estimated",
     ),
     _table("profile_facts", "id", "id platform workspace user_id text tokens source created_at"),
     _table("profile_forgets", "platform workspace user_id", "platform workspace user_id forgot_at"),

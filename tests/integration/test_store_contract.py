@@ -391,8 +391,16 @@ async def test_usage_and_calibrations(store: Store) -> None:
     await store.record_usage(
         conversation_key=key, model="s", purpose="summary", prompt_tokens=5, completion_tokens=1
     )
+    await store.record_usage(
+        conversation_key=key,
+        model="m",
+        purpose="chat",
+        prompt_tokens=7,
+        completion_tokens=4,
+        estimated=True,  # counted by the bot: the server sent no usage
+    )
     assert list(await store.usage(conversation_key=key)) == [
-        UsageTotals("m", "chat", 2, 30, 5),
+        UsageTotals("m", "chat", 3, 37, 9, estimated=1),
         UsageTotals("s", "summary", 1, 5, 1),
     ]
     assert await store.usage(conversation_key=RANDOM.key) == []

@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 import pytest
 
 from bot.core.answering import INTERRUPTED
+from bot.core.commands import format_stats
 from bot.core.handler import Handler
 from bot.core.models import Conversation, IncomingMessage, Reply, Role
 from bot.wiring import App, open_app
@@ -153,3 +154,30 @@ async def test_one_conversations_slow_stream_does_not_hold_up_anothers(
     assert fast.finished_at is not None and not slow.replies  # done while the other streams
     await slowly
     assert [r.text for r in slow.replies] == [ANSWER]
+
+
+async def test_a_streamed_answer_records_the_servers_usage_and_calibrates_from_it(
+    app: App, llm: FakeLLM
+) -> None:
+    model = app.engine.chat.model
+    llm.prompt_token_factor[model] = 1.25  # the server counts a quarter more than the bot
+    llm.script(Scripted(ANSWER, completion_tokens=17))
+    await Handler(engine=app.engine, record_all=True).handle(said("where?"), Drafts())
+    (usage,) = await app.store.usage(conversation_key=CHANNEL.key)
+    assert (usage.completion_tokens, usage.estimated) == (17, 0)
+    assert llm.chat_requests[0]["stream_options"] == {"include_usage": True}
+    samples = await app.store.calibration_samples()
+    (sample,) = [s for s in samples if s.model == model]
+    assert sample.reported == usage.prompt_tokens
+    assert sample.reported > sample.latin + sample.cjk + sample.other  # the server's count
+
+
+async def test_without_usage_from_the_server_the_bots_own_count_is_kept_marked_estimated(
+    app: App, llm: FakeLLM
+) -> None:
+    llm.sends_usage = False
+    await Handler(engine=app.engine, record_all=True).handle(said("where?"), Drafts())
+    (usage,) = await app.store.usage(conversation_key=CHANNEL.key)
+    assert usage.estimated == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    stats = await format_stats(app.engine, CHANNEL)
+    assert "1 of the requests estimated: the server sent no usage" in stats

@@ -219,6 +219,8 @@ class FakeLLM:
     def __init__(self, models: Sequence[str] = DEFAULT_MODELS) -> None:
         self.models = list(models)
         self.responder: Responder = echo
+        self.sends_usage = True
+        """False: chat completions say nothing of usage (some local servers), streamed or not."""
         self.prompt_token_factor: dict[str, float] = {}
         self.prompt_counter: dict[str, Callable[[str, Sequence[JSON]], int]] = {}
         """Per model: how the server counts a prompt (e.g. :func:`by_script`), in place of
@@ -417,7 +419,9 @@ class FakeLLM:
             return await self._stream(request, body, reply, base, usage)
         message = {"role": "assistant", "content": reply.text, "refusal": reply.refusal}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-        result = {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
+        result = {**base, "object": "chat.completion", "choices": [choice]}
+        if self.sends_usage:
+            result["usage"] = usage
         return web.json_response(result, status=reply.status, headers=reply.headers)
 
     def _usage(self, model: str, messages: list[JSON], reply: Reply) -> JSON:
@@ -442,6 +446,7 @@ class FakeLLM:
         response.content_type = "text/event-stream"
         await response.prepare(request)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = include_usage and self.sends_usage
         chunk = {**base, "object": "chat.completion.chunk"}
         if include_usage:
             chunk["usage"] = None

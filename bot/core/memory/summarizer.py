@@ -446,8 +446,13 @@ class Summarizer:
             conversation_key=key,
             model=completion.model,
             purpose="summary",
-            prompt_tokens=completion.prompt_tokens or 0,
-            completion_tokens=completion.completion_tokens or 0,
+            prompt_tokens=completion.prompt_tokens
+            if completion.prompt_tokens is not None
+            else self._tokenizer.count_messages(messages),
+            completion_tokens=completion.completion_tokens
+            if completion.completion_tokens is not None
+            else self._tokenizer.count(completion.text),
+            estimated=completion.prompt_tokens is None,
         )
         text, named = split_profiles(completion.text)
         text = keep_verbatim(

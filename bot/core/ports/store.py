@@ -69,6 +69,8 @@ class UsageTotals:
     requests: int
     prompt_tokens: int
     completion_tokens: int
+    estimated: int = 0
+    """Of ``requests``, those whose tokens the bot counted itself (the server said none)."""
 
 
 @dataclass(frozen=True)
@@ -388,9 +390,10 @@ class UsageStore(Protocol):
         purpose: str,
         prompt_tokens: int,
         completion_tokens: int,
+        estimated: bool = False,
     ) -> None:
         """Add one request's tokens to the conversation's totals for ``model`` and
-        ``purpose``."""
+        ``purpose`` (``estimated``: counted by the bot, the server having sent none)."""
         ...
 
     async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:

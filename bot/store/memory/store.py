@@ -128,10 +128,16 @@ class MemoryStore(Messages, Leases):
         purpose: str,
         prompt_tokens: int,
         completion_tokens: int,
+        estimated: bool = False,
     ) -> None:
         key = (conversation_key, model, purpose)
-        requests, prompt, completion = self._usage.get(key, (0, 0, 0))
-        self._usage[key] = (requests + 1, prompt + prompt_tokens, completion + completion_tokens)
+        requests, prompt, completion, counted = self._usage.get(key, (0, 0, 0, 0))
+        self._usage[key] = (
+            requests + 1,
+            prompt + prompt_tokens,
+            completion + completion_tokens,
+            counted + int(estimated),
+        )
 
     async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:
         totals = [

@@ -79,7 +79,7 @@ class Tables:
         self.forgets: dict[Person, float] = {}
         self.summaries: dict[int, Summary] = {}
         self._vectors: dict[int, tuple[str, bytes]] = {}  # message id: model, vector
-        self._usage: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+        self._usage: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
         self._calibration_samples: list[CalibrationSample] = []
         self._meta: dict[str, str] = {}
         self._requests: dict[str, float] = {}

@@ -173,6 +173,10 @@ MIGRATIONS: tuple[str, ...] = (
         FROM calibration ORDER BY model;
     DROP TABLE calibration;
     """,
+    # 5: as SQLite's 13. Requests whose tokens the bot counted itself.
+    """
+    ALTER TABLE usage ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,24 +19,28 @@ class Usage(Connection):
         purpose: str,
         prompt_tokens: int,
         completion_tokens: int,
+        estimated: bool = False,
     ) -> None:
         await self._write(
             "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
-            " completion_tokens) VALUES ($1, $2, $3, 1, $4, $5)"
+            " completion_tokens, estimated) VALUES ($1, $2, $3, 1, $4, $5, $6)"
             " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
             " requests = usage.requests + 1,"
             " prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens,"
-            " completion_tokens = usage.completion_tokens + excluded.completion_tokens",
+            " completion_tokens = usage.completion_tokens + excluded.completion_tokens,"
+            " estimated = usage.estimated + excluded.estimated",
             conversation_key,
             model,
             purpose,
             prompt_tokens,
             completion_tokens,
+            int(estimated),
         )
 
     async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:
         rows = await self._rows(
-            "SELECT model, purpose, requests, prompt_tokens, completion_tokens FROM usage"
+            "SELECT model, purpose, requests, prompt_tokens, completion_tokens, estimated"
+            " FROM usage"
             " WHERE conversation = $1 ORDER BY purpose, model",
             conversation_key,
         )

@@ -317,6 +317,11 @@ MIGRATIONS: tuple[str, ...] = (
         FROM calibration ORDER BY model;
     DROP TABLE calibration;
     """,
+    # 13: of a conversation's requests to a model, those whose tokens the bot counted itself
+    # (a server that sent no usage, a stream cut off before its end).
+    """
+    ALTER TABLE usage ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

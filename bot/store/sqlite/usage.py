@@ -19,20 +19,23 @@ class Usage(Connection):
         purpose: str,
         prompt_tokens: int,
         completion_tokens: int,
+        estimated: bool = False,
     ) -> None:
         await self._write(
             "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
-            " completion_tokens) VALUES (?, ?, ?, 1, ?, ?)"
+            " completion_tokens, estimated) VALUES (?, ?, ?, 1, ?, ?, ?)"
             " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
             " requests = requests + 1,"
             " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-            " completion_tokens = completion_tokens + excluded.completion_tokens",
-            (conversation_key, model, purpose, prompt_tokens, completion_tokens),
+            " completion_tokens = completion_tokens + excluded.completion_tokens,"
+            " estimated = estimated + excluded.estimated",
+            (conversation_key, model, purpose, prompt_tokens, completion_tokens, int(estimated)),
         )
 
     async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:
         rows = await self._rows(
-            "SELECT model, purpose, requests, prompt_tokens, completion_tokens FROM usage"
+            "SELECT model, purpose, requests, prompt_tokens, completion_tokens, estimated"
+            " FROM usage"
             " WHERE conversation = ? ORDER BY purpose, model",
             (conversation_key,),
         )
