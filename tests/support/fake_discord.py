@@ -295,6 +295,9 @@ class FakeDiscord:
         self.identifies: list[JSON] = []
         self.rate_limited: list[str] = []
         self.refuse_files = False
+        self.sharding_required = False
+        """Close an unsharded IDENTIFY with 4011, as Discord does once a bot is in 2,500
+        servers."""
         self.refuse_gateway: int | None = None
         """An HTTP status the gateway's websocket is refused with, instead of upgraded."""
         """True: messages with attachments get 403 Missing Permissions (no Attach Files)."""
@@ -586,6 +589,9 @@ class FakeDiscord:
             await ws.close(code=4014, message=b"Disallowed intent(s).")
             return
         shard, count = identify.get("shard") or (0, 1)
+        if self.sharding_required and count == 1:
+            await ws.close(code=4011, message=b"Sharding required.")
+            return
         if not 0 <= shard < count:
             await ws.close(code=4010, message=b"Invalid shard.")
             return

@@ -25,6 +25,11 @@ ENABLE_INTENT = (
     "Intents, save, and start the bot again."
 )
 MISSING_INTENT = f"Discord refused the Message Content intent. {ENABLE_INTENT}"
+SHARDING_REQUIRED = (
+    "Discord requires sharding for a bot in this many servers (close code 4011): set "
+    "discord.shard_count (a number, or auto); see Sharding in docs/discord.md."
+)
+_SHARDING_REQUIRED = 4011
 BAD_TOKEN = (
     "Discord rejected DISCORD_TOKEN. Copy the bot token again from the Developer Portal "
     "(Bot > Reset Token) into the DISCORD_TOKEN environment variable."
@@ -121,6 +126,8 @@ class DiscordPlatform:
         await self.client.close()
         if isinstance(error, discord.PrivilegedIntentsRequired):
             raise PlatformError(MISSING_INTENT)
+        if isinstance(error, discord.ConnectionClosed) and error.code == _SHARDING_REQUIRED:
+            raise PlatformError(SHARDING_REQUIRED)
         raise PlatformError(f"Discord connection failed: {error!r}")
 
     async def _reach_gateway(self) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.discord.platform import MISSING_INTENT, DiscordPlatform
+from bot.adapters.discord.platform import MISSING_INTENT, SHARDING_REQUIRED, DiscordPlatform
 from bot.adapters.discord.render import MESSAGE_LIMIT, split_message
 from bot.core.ports.platform import PlatformError
 from bot.run import enabled_platforms
@@ -78,6 +78,27 @@ async def test_a_missing_message_content_intent_says_how_to_fix_it(
     assert str(caught.value) == MISSING_INTENT
     assert "Message Content Intent" in MISSING_INTENT
     assert not platform.connected
+
+
+async def test_a_bot_that_must_shard_is_told_which_setting_to_set(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    async with FakeDiscord(token=TOKEN) as fake:
+        fake.sharding_required = True
+        with fake.pointed_at():
+            async with open_app(discord_config(llm, tmp_path)) as app:
+                platform = DiscordPlatform(engine=app.engine, settings=app.config.discord)
+                with pytest.raises(PlatformError) as caught:
+                    await platform.start()
+            async with open_app(discord_config(llm, tmp_path, shard_count=2)) as app:
+                sharded = DiscordPlatform(
+                    engine=app.engine, settings=app.config.discord, guild_ready_timeout=0.05
+                )
+                await sharded.start()
+                connected = sharded.connected
+                await sharded.stop()
+    assert str(caught.value) == SHARDING_REQUIRED and "discord.shard_count" in SHARDING_REQUIRED
+    assert connected  # with shards, the same server takes it
 
 
 async def test_a_wrong_token_is_reported(llm: FakeLLM, tmp_path: Path) -> None:
