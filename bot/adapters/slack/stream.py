@@ -5,8 +5,10 @@ The API takes standard Markdown (not mrkdwn) and only ever appends, so :class:`N
 sends what the answer grew by since the last call, at most once every ``interval`` seconds a
 message, waiting out a 429. What could still change meaning is held back until it settles:
 trailing spaces, a line that may become a code fence (a lone backtick grows into three), a
-``<`` that may open Slack's mention syntax. Mentions can never be live: a ``<`` before ``!``,
-``@`` or ``#`` is followed by an invisible zero-width space.
+``<`` that may open Slack's mention syntax, a Markdown link not yet closed. Mentions can
+never be live: a ``<`` opening Slack's syntax for a mention or a link (``<!``, ``<@``, ``<#``,
+``<http``) is followed by an invisible zero-width space; and a link is a link only where
+mrkdwn's would be (:func:`~.render.link`), otherwise its text and its URL are both shown.
 
 One streamed message holds at most :data:`MESSAGE_CHARS`; past about three quarters of it,
 only text up to a paragraph or code-block boundary is sent, and the answer goes on in a new
@@ -29,6 +31,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.live import EDIT_INTERVAL, RateLimited
+from bot.adapters.slack.render import link
 from bot.adapters.text import Fence, line_fences, split
 from bot.config import SlackStreaming
 
@@ -51,7 +54,9 @@ REFUSALS = frozenset(
 """``chat.startStream`` errors that mean this workspace (or app) does not stream: not tried
 again by the process."""
 _RESERVE = 8  # room kept for closing a code block a message is cut in
-_DEFUSE = re.compile(r"<(?=[!@#])")
+_DEFUSE = re.compile(r"<(?=[!@#]|https?:|mailto:)", re.IGNORECASE)
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_LINK_HELD = 300  # a ``[`` this near the end, with no ``)`` after it, may open a link
 _MAYBE_FENCE = re.compile(r"[ \t]*[`~]")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
@@ -80,7 +85,12 @@ class Refused(Exception):
 
 def defused(markdown: str) -> str:
     """No ``<!here>``, ``<@U1>`` or ``<#C1>`` in the text is read as a mention."""
-    return _DEFUSE.sub("<\u200b", markdown)
+
+    def shown(match: re.Match[str]) -> str:
+        text, url = match.group(1), match.group(2)
+        return match.group(0) if link(text, url).startswith("<") else f"{text} ({url})"
+
+    return _LINK.sub(shown, _DEFUSE.sub("<\u200b", markdown))
 
 
 def settled(body: str, sent: int, soft: int) -> int:
@@ -91,6 +101,9 @@ def settled(body: str, sent: int, soft: int) -> int:
         end = start
     if body[end - 1 : end] == "<":
         end -= 1
+    bracket = body.rfind("[", max(sent, end - _LINK_HELD), end)
+    if bracket >= 0 and ")" not in body[bracket:end]:
+        end = bracket
     if end > soft:
         end = boundary(body, sent, end, paragraphs_only=True) or sent
     return max(end, sent)
