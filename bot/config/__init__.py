@@ -31,6 +31,7 @@ from bot.config.platforms import (
     SlackConfig,
     SlackMode,
     SlackRecord,
+    SlackStreaming,
     SuggestedPrompt,
 )
 from bot.config.section import ConfigError
@@ -50,6 +51,7 @@ __all__ = [
     "SlackConfig",
     "SlackMode",
     "SlackRecord",
+    "SlackStreaming",
     "StorageConfig",
     "Strategy",
     "SuggestedPrompt",

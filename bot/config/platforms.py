@@ -33,6 +33,14 @@ class SlackMode(StrEnum):
     HTTP = "http"
 
 
+class SlackStreaming(StrEnum):
+    AUTO = "auto"
+    """Slack's streaming API for answers in threads, where the workspace takes it; updates
+    of a message otherwise."""
+    UPDATE = "update"
+    """Always updates of a message (``chat.update``), about once a second."""
+
+
 class SlackRecord(StrEnum):
     ALL = "all"
     ADDRESSED = "addressed"
@@ -99,6 +107,8 @@ class SlackConfig(PlatformSection):
     admin_user_ids: tuple[str, ...] = ()
     """User ids who may run admin commands (/reset)."""
     assistant: SlackAssistantConfig = SlackAssistantConfig()
+    streaming: SlackStreaming = SlackStreaming.AUTO
+    """How an answer is shown as the model writes it (when ``llm.stream``)."""
     bot_token: str | None = Field(default=None, exclude=True, repr=False)
     app_token: str | None = Field(default=None, exclude=True, repr=False)
     signing_secret: str | None = Field(default=None, exclude=True, repr=False)

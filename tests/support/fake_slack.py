@@ -26,6 +26,18 @@ TEAM = "T1"
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 _HISTORY_METHODS = ("conversations.history", "conversations.replies")
+STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
+
+
+def _streamed(params: JSON) -> str:
+    """The Markdown a streaming call adds: ``markdown_text`` or its markdown chunks."""
+    chunks = params.get("chunks") or []
+    if isinstance(chunks, str):
+        chunks = json.loads(chunks)
+    text = str(params.get("markdown_text") or "")
+    return text + "".join(
+        str(c.get("text") or "") for c in chunks if c.get("type") == "markdown_text"
+    )
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,8 @@ class Call:
     method: str
     params: JSON
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
+    """When it was answered (``time.monotonic``)."""
 
 
 @dataclass(frozen=True)
@@ -120,16 +134,25 @@ class FakeSlack:
         return [call.params for call in self.calls if call.method == method]
 
     def messages(self) -> list[JSON]:
-        """What the bot showed: posts and updates (a placeholder replaced by its update)."""
+        """What the bot showed: posts, streams and updates (a placeholder replaced by its
+        update), each with its ``text`` as it stands."""
         shown: dict[str, JSON] = {}
         for call in self.calls:
-            if call.method == "chat.postMessage":
-                shown[call.params["ts"]] = dict(call.params)
-            elif call.method == "chat.update" and call.params["ts"] in shown:
-                shown[call.params["ts"]]["text"] = call.params["text"]
+            ts = call.params.get("ts")
+            if call.method in ("chat.postMessage", "chat.startStream"):
+                shown[ts] = {**call.params, "text": _text(call.params)}
+            elif call.method == "chat.update" and ts in shown:
+                shown[ts]["text"] = _text(call.params)
+            elif call.method in ("chat.appendStream", "chat.stopStream") and ts in shown:
+                shown[ts]["text"] += _streamed(call.params)
             elif call.method == "chat.delete":
-                shown.pop(call.params["ts"], None)
+                shown.pop(ts, None)
         return list(shown.values())
+
+    def streaming(self) -> set[str]:
+        """The ts of streamed messages not stopped yet."""
+        started = {c.params["ts"] for c in self.calls if c.method == "chat.startStream"}
+        return started - {c.params["ts"] for c in self.calls if c.method == "chat.stopStream"}
 
     # -- lifecycle --
 
@@ -276,12 +299,16 @@ class FakeSlack:
             self.calls.append(Call(f"{method}!ratelimited", params, headers))
             body = {"ok": False, "error": "ratelimited"}
             return web.json_response(body, status=429, headers={"Retry-After": str(limited)})
+        refused = self._refused_stream(method, params)
+        if refused is not None:
+            self.calls.append(Call(f"{method}!{refused}", params, headers))
+            return web.json_response({"ok": False, "error": refused})
         self.arrived.append(method)
         await asyncio.sleep(self.slow.get(method, 0))
         if method == "users.info":
             await asyncio.sleep(self.delays.get(str(params.get("user")), 0))
         answer = self._answer(method, params)
-        if "ts" in answer and method == "chat.postMessage":
+        if "ts" in answer and method in ("chat.postMessage", "chat.startStream"):
             params = {**params, "ts": answer["ts"]}
         self._show(method, params)
         self.calls.append(Call(method, params, headers))
@@ -290,9 +317,9 @@ class FakeSlack:
     def _show(self, method: str, params: JSON) -> None:
         """History follows what the bot posts, updates and deletes, as Slack's does."""
         channel = self.history.setdefault(str(params.get("channel")), [])
-        if method == "chat.postMessage":
+        if method in ("chat.postMessage", "chat.startStream"):
             posted: JSON = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID}
-            posted.update(ts=params["ts"], text=params.get("text") or "")
+            posted.update(ts=params["ts"], text=_text(params))
             if params.get("thread_ts"):
                 posted["thread_ts"] = params["thread_ts"]
             metadata = params.get("metadata")
@@ -304,9 +331,30 @@ class FakeSlack:
         elif method == "chat.update":
             for message in channel:
                 if message["ts"] == params.get("ts"):
-                    message["text"] = params.get("text") or ""
+                    message["text"] = _text(params)
+        elif method in ("chat.appendStream", "chat.stopStream"):
+            for message in channel:
+                if message["ts"] == params.get("ts"):
+                    message["text"] += _streamed(params)
         elif method == "chat.delete":
             channel[:] = [m for m in channel if m["ts"] != params.get("ts")]
+
+    def _refused_stream(self, method: str, params: JSON) -> str | None:
+        """Slack's rules for streams: replies in a thread, to a named person outside DMs,
+        appended to and stopped only while streaming."""
+        if method == "chat.startStream":
+            if not params.get("thread_ts"):
+                return "invalid_arguments"
+            in_dm = str(params.get("channel", "")).startswith("D")
+            if not in_dm and not (
+                params.get("recipient_user_id") and params.get("recipient_team_id")
+            ):
+                return "invalid_arguments"
+        elif method in ("chat.appendStream", "chat.stopStream") and (
+            params.get("ts") not in self.streaming()
+        ):
+            return "message_not_in_streaming_state"
+        return None
 
     def _rate_limited(self, method: str) -> int | None:
         """Seconds to wait when ``history_limit`` refuses this call, else None."""
@@ -362,10 +410,10 @@ class FakeSlack:
             name = self.users.get(user, "")
             profile = {"display_name": name, "real_name": f"{name} Real"}
             return {"user": {"id": user, "name": name.lower(), "profile": profile}}
-        if method == "chat.postMessage":
+        if method in ("chat.postMessage", "chat.startStream"):
             ts = f"{int(time.time())}.{next(self._ts):06d}"  # after the people's, as on Slack
             return {"channel": params.get("channel"), "ts": ts, "message": {"text": ""}}
-        if method in ("chat.update", "chat.delete"):
+        if method in ("chat.update", "chat.delete", "chat.appendStream", "chat.stopStream"):
             return {"channel": params.get("channel"), "ts": params.get("ts")}
         if method == "chat.postEphemeral":
             return {"message_ts": f"{9000 + next(self._ts)}.000200"}
@@ -404,6 +452,11 @@ class FakeSlack:
         body = await request.json()
         self.responses.append(Call(request.match_info["name"], body))
         return web.Response(text="ok")
+
+
+def _text(params: JSON) -> str:
+    """A message's text as posted or updated: ``text``, else its Markdown."""
+    return str(params.get("text") or _streamed(params))
 
 
 def signed_headers(secret: str, body: str, *, content_type: str, age: float = 0) -> dict[str, str]:

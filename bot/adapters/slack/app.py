@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.slack.assistant import Assistant, started_thread
 from bot.adapters.slack.names import Names, Naming
 from bot.adapters.slack.outbox import SlackOutbox, answer_command
+from bot.adapters.slack.stream import StreamSupport
 from bot.adapters.slack.translate import (
     PIN_SHORTCUT,
     PLATFORM,
@@ -110,6 +111,7 @@ class Listeners:
             client=client, engine=engine, bot_user_id=identity.user_id, track=self.handler.track
         )
         self.assistant = Assistant(client=client, store=engine.store, settings=settings.assistant)
+        self.streaming = StreamSupport(settings.streaming)
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
         self.team = identity.team_id
         self.url = identity.url
@@ -128,6 +130,8 @@ class Listeners:
             question=item.question.message_id,
             placeholder=item.shown_as,
             adopt=item.shown_as is None,
+            team=conversation.workspace,
+            streaming=self.streaming,
         )
 
     def register(self, app: AsyncApp) -> None:
@@ -272,6 +276,8 @@ class Listeners:
                 user=incoming.author_id,
                 max_reply_chars=max_chars,
                 question=incoming.message_id,
+                team=incoming.conversation.workspace,
+                streaming=self.streaming,
             )
         else:
             outbox = SlackOutbox(
@@ -281,6 +287,8 @@ class Listeners:
                 user=incoming.author_id,
                 max_reply_chars=max_chars,
                 question=incoming.message_id,
+                team=incoming.conversation.workspace,
+                streaming=self.streaming,
             )
 
         async def named(turn: Turn) -> Turn:

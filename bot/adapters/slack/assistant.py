@@ -169,18 +169,11 @@ class Assistant:
         """Whether a message event is in a thread of the pane (when the pane is enabled)."""
         return self.settings.enabled and in_assistant_thread(event)
 
-    def outbox(
-        self, *, channel: str, thread: str, user: str, max_reply_chars: int, question: str | None
-    ) -> AssistantOutbox:
+    def outbox(self, *, channel: str, thread: str, user: str, **where: Any) -> AssistantOutbox:
+        """The answer's outbox in a thread of the pane (``where``: as for :class:`SlackOutbox`)."""
         status = ThreadStatus(self.client, channel=channel, thread=thread)
         return AssistantOutbox(
-            self.client,
-            status=status,
-            channel=channel,
-            thread=thread,
-            user=user,
-            max_reply_chars=max_reply_chars,
-            question=question,
+            self.client, status=status, channel=channel, thread=thread, user=user, **where
         )
 
     async def greet(self, thread: AssistantThread) -> None:

@@ -1,5 +1,10 @@
 """Showing replies on Slack: a "thinking" message the answer replaces, mrkdwn split to fit,
-what only the asker may see as ephemeral messages, a long reply's whole text as a file."""
+what only the asker may see as ephemeral messages, a long reply's whole text as a file.
+
+An answer shown as the model writes it streams into its thread with Slack's streaming API
+(:mod:`.stream`, which takes the thinking message away once the stream shows text), or, at
+the top of a channel and where Slack refuses the API, updates the thinking message about once
+a second (:class:`~bot.adapters.live.LiveText`)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.live import LiveText, RateLimited
 from bot.adapters.slack.render import split, to_mrkdwn
+from bot.adapters.slack.stream import NativeText, StreamSupport
 from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
 from bot.core.models import Reply, ReplyKind
 
@@ -52,11 +58,16 @@ class SlackOutbox:
         question: str | None = None,
         placeholder: str | None = None,
         adopt: bool = False,
+        team: str | None = None,
+        streaming: StreamSupport | None = None,
     ) -> None:
         """``question``: the ts of the message answered, which the thinking message names.
         ``placeholder``: the thinking message another process showed for this answer (taken
         over), replaced by it rather than shown again; ``adopt``: look for one in the
-        conversation when none is known (its process may have died before recording it)."""
+        conversation when none is known (its process may have died before recording it).
+        ``streaming``: whether Slack's streaming API may show the answer (to ``user`` of
+        ``team``, in a thread); None: never. An answer taken over (``placeholder`` or
+        ``adopt``) updates the message shown before it instead."""
         self._client = client
         self._channel = channel
         self._thread = thread
@@ -66,6 +77,10 @@ class SlackOutbox:
         self._question = question
         self._adopt = adopt
         self._live: LiveText | None = None
+        self._team = team
+        self._streaming = streaming
+        self._native: NativeText | None = None
+        self._taken_over = placeholder is not None or adopt
 
     @asynccontextmanager
     async def working(self) -> AsyncIterator[str | None]:
@@ -76,19 +91,57 @@ class SlackOutbox:
         try:
             yield self._placeholder
         except BaseException:
+            if self._native is not None:
+                await self._native.abandon()
             await self._delete(self._placeholder)
             self._placeholder = None
             raise
 
     async def show(self, text: str) -> None:
         """The answer so far, in the thinking message (and more, past Slack's length), updated
-        about once a second."""
+        about once a second; streamed into its thread where Slack allows."""
+        if self._live is None and self._native is None and self._streams():
+            assert self._thread is not None and self._streaming is not None
+            self._native = NativeText(
+                self._client,
+                channel=self._channel,
+                thread=self._thread,
+                team=self._team,
+                user=self._user,
+                support=self._streaming,
+                started=self._unthink,
+            )
+        if self._native is not None and not self._native.refused:
+            self._native.show(text)
+            return
         if self._live is None:
             surface = _Messages(self)
             self._live = LiveText(surface, self._cut, first=self._placeholder)
         self._live.show(text)
 
+    def _streams(self) -> bool:
+        return (
+            self._streaming is not None
+            and self._streaming.usable(self._thread)
+            and not self._taken_over
+        )
+
+    async def _unthink(self) -> None:
+        """The streamed answer shows text: the thinking message goes."""
+        await self._delete(self._placeholder)
+        self._placeholder = None
+
     async def send(self, reply: Reply) -> str | None:
+        native, self._native = self._native, None
+        if native is not None and is_ephemeral(reply):
+            await native.abandon()
+        elif native is not None and not native.refused:
+            long = shorten(reply.text, self._max_reply_chars)
+            first = await native.finish(long.shown if long else reply.text)
+            if first is not None:
+                if long is not None:
+                    await self._attach(long)
+                return first
         if self._live is not None and not is_ephemeral(reply):
             long = shorten(reply.text, self._max_reply_chars)
             first = await self._live.finish(self._cut(reply.text))

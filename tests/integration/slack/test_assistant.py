@@ -97,12 +97,15 @@ async def test_the_first_question_titles_the_thread_and_a_status_line_shows_the_
         thread,
         "is thinking…",
     )
-    (answer,) = fake_slack.called("chat.postMessage")  # no thinking message: the status shows
+    assert fake_slack.called("chat.postMessage") == []  # no thinking message: the status shows
+    (answer,) = fake_slack.called("chat.startStream")  # streamed into the thread
     assert (answer["channel"], answer["thread_ts"]) == (DM, thread)
-    assert answer["text"].startswith("echo: [Ana] What is a good name")
+    assert answer["recipient_user_id"] == "U1" and answer["recipient_team_id"] == TEAM
+    (shown,) = fake_slack.messages()
+    assert shown["text"].startswith("echo: [Ana] What is a good name")
     order = methods(fake_slack)
-    assert order.index("assistant.threads.setStatus") < order.index("chat.postMessage")
-    assert fake_slack.called("chat.update") == []
+    assert order.index("assistant.threads.setStatus") < order.index("chat.startStream")
+    assert fake_slack.called("chat.update") == [] and fake_slack.streaming() == set()
 
     llm.script("Call it Doughbi-Wan.")
     await ask(slack, "And one more, longer than the title could ever hold in one line?", thread)
@@ -140,7 +143,9 @@ async def test_a_thread_slack_gives_no_status_line_gets_a_thinking_message(
     await ask(slack, "hello?", "1700000600.000100")
     posted = fake_slack.called("chat.postMessage")
     assert [p["text"] for p in posted] == ["_Thinking…_"]
-    assert [u["text"] for u in fake_slack.called("chat.update")] == ["echo: [Ana] hello?"]
+    # the answer streams into the thread, and the thinking message goes once it shows text
+    assert [d["ts"] for d in fake_slack.called("chat.delete")] == [posted[0]["ts"]]
+    assert [m["text"] for m in fake_slack.messages()] == ["echo: [Ana] hello?"]
 
 
 @pytest.mark.parametrize("assistant", [{**ASSISTANT, "enabled": False}])
