@@ -34,6 +34,10 @@ class RateLimited(Exception):
         self.retry_after = retry_after
 
 
+class MessageGone(Exception):
+    """The message to edit no longer exists (deleted, by someone or by a process now gone)."""
+
+
 class Surface(Protocol):
     """Where one answer's messages go on a platform."""
 
@@ -42,7 +46,8 @@ class Surface(Protocol):
         ...
 
     async def edit(self, message_id: str, text: str) -> None:
-        """Replace a posted message's text; :class:`RateLimited` when told to wait."""
+        """Replace a posted message's text; :class:`RateLimited` when told to wait,
+        :class:`MessageGone` when it is no longer there."""
         ...
 
     async def delete(self, message_id: str) -> None: ...
@@ -149,7 +154,13 @@ class LiveText:
             try:
                 if index < len(self._ids):
                     if self._shown[index] != text:
-                        await self._surface.edit(self._ids[index], text)
+                        try:
+                            await self._surface.edit(self._ids[index], text)
+                        except MessageGone:  # posted again in its place
+                            posted = await self._surface.post(text)
+                            if posted is None:
+                                return
+                            self._ids[index] = posted
                         self._shown[index] = text
                     return
                 posted = await self._surface.post(text)

@@ -299,7 +299,7 @@ class FakeSlack:
             self.calls.append(Call(f"{method}!ratelimited", params, headers))
             body = {"ok": False, "error": "ratelimited"}
             return web.json_response(body, status=429, headers={"Retry-After": str(limited)})
-        refused = self._refused_stream(method, params)
+        refused = self._refused_stream(method, params) or self._missing(method, params)
         if refused is not None:
             self.calls.append(Call(f"{method}!{refused}", params, headers))
             return web.json_response({"ok": False, "error": refused})
@@ -313,6 +313,13 @@ class FakeSlack:
         self._show(method, params)
         self.calls.append(Call(method, params, headers))
         return web.json_response({"ok": True, **answer})
+
+    def _missing(self, method: str, params: JSON) -> str | None:
+        """``message_not_found`` for an update or deletion of a message the channel lacks."""
+        if method not in ("chat.update", "chat.delete"):
+            return None
+        written = self.history.get(str(params.get("channel")), [])
+        return None if any(m["ts"] == params.get("ts") for m in written) else "message_not_found"
 
     def _show(self, method: str, params: JSON) -> None:
         """History follows what the bot posts, updates and deletes, as Slack's does."""

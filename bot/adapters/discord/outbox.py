@@ -12,7 +12,7 @@ import discord
 
 from bot.adapters.discord.render import split_message
 from bot.adapters.discord.slash import NO_MENTIONS
-from bot.adapters.live import LiveText
+from bot.adapters.live import LiveText, MessageGone
 from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
 from bot.core.models import Reply
 
@@ -95,9 +95,12 @@ class DiscordOutbox:
         return str(sent.id)
 
     async def edit(self, message_id: str, text: str) -> None:
-        self._posted[message_id] = await self._posted[message_id].edit(
-            content=text, allowed_mentions=NO_MENTIONS
-        )
+        try:
+            self._posted[message_id] = await self._posted[message_id].edit(
+                content=text, allowed_mentions=NO_MENTIONS
+            )
+        except discord.NotFound:  # someone deleted it while the answer was written
+            raise MessageGone(message_id) from None
 
     async def delete(self, message_id: str) -> None:
         await self._posted.pop(message_id).delete()

@@ -16,13 +16,14 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.live import LiveText, RateLimited
+from bot.adapters.live import LiveText, MessageGone, RateLimited
 from bot.adapters.slack.render import split, to_mrkdwn
 from bot.adapters.slack.stream import NativeText, StreamSupport
 from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
 from bot.core.models import Reply, ReplyKind
 
 log = logging.getLogger(__name__)
+_GONE = frozenset({"message_not_found", "cant_update_message"})
 
 THINKING = "_Thinking…_"
 THINKING_EVENT = "memorybot_thinking"
@@ -164,8 +165,11 @@ class SlackOutbox:
         await self._adopt_shown()
         first = self._placeholder
         if first is not None and chunks:
-            await self._client.chat_update(channel=self._channel, ts=first, text=chunks[0])
-            chunks = chunks[1:]
+            try:
+                await self._update(first, chunks[0])
+                chunks = chunks[1:]
+            except (MessageGone, RateLimited):  # deleted meanwhile: the answer is posted
+                first = None
         for chunk in chunks:
             posted = await self._post(chunk)
             first = first or posted
@@ -260,6 +264,8 @@ class SlackOutbox:
         except SlackApiError as exc:
             if exc.response.status_code == 429:
                 raise RateLimited(_retry_after(exc)) from None
+            if exc.response.get("error") in _GONE:
+                raise MessageGone(ts) from None
             log.warning("chat.update in %s failed: %s", self._channel, exc.response.get("error"))
 
     async def _delete(self, ts: str | None) -> None:

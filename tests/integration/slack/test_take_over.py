@@ -12,7 +12,7 @@ import pytest
 
 from bot.adapters.slack.outbox import THINKING, THINKING_EVENT
 from bot.config import Config, parse_config
-from bot.core.models import Conversation, IncomingMessage
+from bot.core.models import Conversation, IncomingMessage, Reply
 from bot.wiring import open_app
 from tests.conftest import config_dict
 from tests.support.fake_llm import FakeLLM
@@ -91,3 +91,23 @@ async def test_with_no_thinking_message_left_the_answer_shows_its_own_naming_its
     metadata = posted[0]["metadata"]
     assert metadata == {"event_type": THINKING_EVENT, "event_payload": {"question": QUESTION}}
     assert [m["text"] for m in fake_slack.messages()] == ["echo: [Ana] still there?"]
+
+
+async def test_a_thinking_message_deleted_meanwhile_gives_way_to_a_new_message(
+    config: Config, fake_slack: FakeSlack
+) -> None:
+    """The dead process recorded its thinking message, then streamed and deleted it (or a
+    person deleted it): the answer is posted, not lost on an edit Slack refuses."""
+    conversation = Conversation("slack", TEAM, "C1")
+    question = IncomingMessage(conversation, "U1", "Ana", "hello?", True, message_id=QUESTION)
+    async with open_app(config) as gone:
+        accepted = await gone.engine.accept(question)
+        assert accepted is not None and not isinstance(accepted, Reply)
+        await gone.store.showing(stored_id=accepted.stored.id, message_id="1700000001.000100")
+    async with open_app(config) as app, serving(app, fake_slack):
+        await until(lambda: fake_slack.messages())
+        await asyncio.sleep(0.3)
+    assert [m["text"] for m in fake_slack.messages()] == ["echo: [Ana] hello?"]
+    assert [c.method for c in fake_slack.calls if c.method.startswith("chat.update")][:1] == [
+        "chat.update!message_not_found"
+    ]
