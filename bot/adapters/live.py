@@ -7,7 +7,8 @@ Text arrives far faster than a platform takes edits: :meth:`LiveText.show` only 
 newest text, and one task at a time brings the messages up to it, at most once every
 ``interval`` seconds, waiting out a rate limit (:class:`RateLimited`) when the platform says
 so. :meth:`LiveText.finish` shows the finished answer in the messages posted so far, posting
-more or deleting those it no longer needs.
+more or deleting those it no longer needs; it too changes a message at most once an
+``interval``, waiting for its turn.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class LiveText:
         self._clock = clock
         self._ids: list[str] = [first] if first is not None else []
         self._shown: list[str | None] = [None] * len(self._ids)
+        self._changed_at: list[float] = [float("-inf")] * len(self._ids)
+        """When each message was last posted or edited (by this object)."""
         self._wanted = ""
         self._next_at = 0.0
         self._task: asyncio.Task[None] | None = None
@@ -104,7 +107,7 @@ class LiveText:
             await self._put(index, part, wait=True)
         for message_id in self._ids[len(parts) :]:
             await self._surface.delete(message_id)
-        del self._ids[len(parts) :], self._shown[len(parts) :]
+        del self._ids[len(parts) :], self._shown[len(parts) :], self._changed_at[len(parts) :]
         return self._ids[0] if self._ids else None
 
     async def abandon(self) -> None:
@@ -149,11 +152,15 @@ class LiveText:
 
     async def _put(self, index: int, text: str, *, wait: bool) -> None:
         """Show ``text`` as the answer's message ``index`` (posted if new). With ``wait``, a
-        rate limit is waited out rather than raised."""
+        rate limit is waited out rather than raised, and so is the message's turn (one
+        change an ``interval``; without ``wait`` the caller paces the calls)."""
         while True:
             try:
                 if index < len(self._ids):
                     if self._shown[index] != text:
+                        turn = self._changed_at[index] + self._interval - self._clock()
+                        if wait and turn > 0:
+                            await asyncio.sleep(turn)
                         try:
                             await self._surface.edit(self._ids[index], text)
                         except MessageGone:  # posted again in its place
@@ -162,11 +169,13 @@ class LiveText:
                                 return
                             self._ids[index] = posted
                         self._shown[index] = text
+                        self._changed_at[index] = self._clock()
                     return
                 posted = await self._surface.post(text)
                 if posted is not None:
                     self._ids.append(posted)
                     self._shown.append(text)
+                    self._changed_at.append(self._clock())
                 return
             except RateLimited as limited:
                 if not wait:

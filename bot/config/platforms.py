@@ -109,6 +109,10 @@ class SlackConfig(PlatformSection):
     assistant: SlackAssistantConfig = SlackAssistantConfig()
     streaming: SlackStreaming = SlackStreaming.AUTO
     """How an answer is shown as the model writes it (when ``llm.stream``)."""
+    status_reaction: str | None = Field(default=None, pattern=r"^:?[a-z0-9_+'-]+:?$")
+    """An emoji's name ("eyes") put on a question while it is answered, removed once the
+    answer is sent (needs the ``reactions:write`` scope); not in the assistant pane, which
+    has a status line. None: no reaction."""
     bot_token: str | None = Field(default=None, exclude=True, repr=False)
     app_token: str | None = Field(default=None, exclude=True, repr=False)
     signing_secret: str | None = Field(default=None, exclude=True, repr=False)
@@ -117,6 +121,12 @@ class SlackConfig(PlatformSection):
         "app_token": "SLACK_APP_TOKEN",
         "signing_secret": "SLACK_SIGNING_SECRET",
     }
+
+    @field_validator("status_reaction")
+    @classmethod
+    def _a_name(cls, name: str | None) -> str | None:
+        """``:eyes:`` as typed in Slack is the emoji ``eyes``."""
+        return None if name is None else name.strip(":")
 
     def missing_secrets(self) -> str | None:
         missing = [] if self.bot_token else ["SLACK_BOT_TOKEN"]
@@ -149,6 +159,9 @@ class DiscordConfig(PlatformSection):
     """The shards this process runs; None: every shard of ``shard_count``."""
     register_commands: bool = True
     """This process syncs the slash commands: with several processes, exactly one does."""
+    status_reaction: str | None = Field(default=None, min_length=1)
+    """An emoji ("👀", or a server's own as ``name:id``) put on a question while it is
+    answered, removed once the answer is sent (needs Add Reactions). None: no reaction."""
     token: str | None = Field(default=None, exclude=True, repr=False)
     secret_variables: ClassVar[Mapping[str, str]] = {"token": "DISCORD_TOKEN"}
 

@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from aiohttp import WSMsgType, web
 JSON = dict[str, Any]
 T = TypeVar("T")
 API = "/api/v10"
+CONTENT_LIMIT = 2000
+"""Characters a message's content may have: more gets 400 Invalid Form Body."""
 MESSAGE_CONTENT_INTENT = 1 << 15
 EVERYONE_PERMISSIONS = discord.Permissions(
     view_channel=True,
@@ -284,6 +287,11 @@ class FakeDiscord:
         self.sent: list[Sent] = []
         self._changed = 0.0  # when a message was last sent, edited or deleted
         self.typing: list[int] = []
+        self.typing_at: list[float] = []
+        """When each typing call came (:func:`time.monotonic`), in ``typing``'s order."""
+        self.reactions: list[tuple[str, int, str, str]] = []
+        """The bot's own reactions as it changed them: ("add" or "remove", channel id,
+        message id, emoji)."""
         self.requests: list[tuple[str, str]] = []
         self.command_syncs: list[tuple[str, list[JSON]]] = []
         """(scope, commands): scope is "global" or the guild id."""
@@ -294,6 +302,10 @@ class FakeDiscord:
         """The latest IDENTIFY; ``identifies`` has them all, in order."""
         self.identifies: list[JSON] = []
         self.rate_limited: list[str] = []
+        self.rate_limited_at: list[float] = []
+        """When each 429 was answered (:func:`time.monotonic`), in ``rate_limited``'s order."""
+        self.refuse_reactions = False
+        """True: the bot's reactions get 403 Missing Permissions (no Add Reactions)."""
         self.refuse_files = False
         self.sharding_required = False
         """Close an unsharded IDENTIFY with 4011, as Discord does once a bot is in 2,500
@@ -626,6 +638,7 @@ class FakeDiscord:
         if self._rate_limit is not None and self._rate_limit.match(f"{method} {path}"):
             self._rate_limit = None
             self.rate_limited.append(f"{method} {path}")
+            self.rate_limited_at.append(time.monotonic())
             return self._json(
                 {"message": "You are being rate limited.", "retry_after": 0.05, "global": False},
                 status=429,
@@ -666,6 +679,7 @@ class FakeDiscord:
             (r"PATCH /channels/(\d+)/messages/(\d+)", self._edit),
             (r"DELETE /channels/(\d+)/messages/(\d+)", self._delete),
             (r"POST /channels/(\d+)/typing", self._typing),
+            (r"(PUT|DELETE) /channels/(\d+)/messages/(\d+)/reactions/([^/]+)/@me", self._react),
             (r"POST /interactions/(\d+)/([^/]+)/callback", self._callback),
             (r"POST /webhooks/\d+/([^/]+)", self._followup),
             (r"DELETE /webhooks/\d+/([^/]+)/messages/@original", self._delete_original),
@@ -752,11 +766,21 @@ class FakeDiscord:
         files = list(request.get(FILES, []))
         if files and self.refuse_files:
             return self._json({"message": "Missing Permissions", "code": 50013}, 403)
+        if too_long := self._too_long(body):
+            return too_long
         message = self._message_out(channel_id, body)
         self.sent.append(Sent(int(channel_id), body.get("content") or "", body, message, files))
         self._changed = time.monotonic()
         self.history.setdefault(int(channel_id), []).append(message)
         return self._json(message)
+
+    def _too_long(self, body: JSON) -> web.Response | None:
+        """Discord's 400 for content over 2,000 characters; None when it fits."""
+        if len(str(body.get("content") or "")) <= CONTENT_LIMIT:
+            return None
+        error = {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}
+        invalid = {"message": "Invalid Form Body", "code": 50035}
+        return self._json({**invalid, "errors": {"content": {"_errors": [error]}}}, 400)
 
     def _find(self, channel_id: str, message_id: str) -> Sent | None:
         for sent in self.sent:
@@ -770,6 +794,8 @@ class FakeDiscord:
         sent = self._find(channel_id, message_id)
         if sent is None or sent.deleted:
             return self._json({"message": "Unknown Message", "code": 10008}, 404)
+        if too_long := self._too_long(body):
+            return too_long
         self._changed = time.monotonic()
         sent.content = str(body.get("content") or "")
         sent.edits.append((self._changed, sent.content))
@@ -804,6 +830,24 @@ class FakeDiscord:
 
     def _typing(self, request: web.Request, body: Any, channel_id: str) -> web.Response:
         self.typing.append(int(channel_id))
+        self.typing_at.append(time.monotonic())
+        return web.Response(status=204)
+
+    def _react(
+        self,
+        request: web.Request,
+        body: Any,
+        method: str,
+        channel_id: str,
+        message_id: str,
+        emoji: str,
+    ) -> web.Response:
+        """The bot's reaction added (PUT) or removed (DELETE); the emoji as sent, decoded."""
+        if self.refuse_reactions:
+            return self._json({"message": "Missing Permissions", "code": 50013}, 403)
+        emoji = urllib.parse.unquote(emoji)
+        action = "add" if method == "PUT" else "remove"
+        self.reactions.append((action, int(channel_id), message_id, emoji))
         return web.Response(status=204)
 
     def _callback(

@@ -16,6 +16,7 @@ from bot.adapters.discord.facts import facts_of, parent_of
 from bot.adapters.discord.outbox import DiscordOutbox
 from bot.adapters.discord.slash import NO_MENTIONS, CommandRunner, build_tree
 from bot.adapters.discord.translate import conversation_for, is_pushpin, to_incoming
+from bot.adapters.status import StatusReaction
 from bot.config import DiscordConfig
 from bot.core.engine import Engine
 from bot.core.handler import Handler
@@ -27,6 +28,7 @@ from bot.core.models import (
     Reaction,
 )
 from bot.core.ports.leases import Awaiting
+from bot.core.ports.platform import Outbox
 from bot.core.ports.store import StorageError
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,8 @@ class MemoryClient(discord.Client):
         self._identify_interval = identify_interval
         self._answer_channels = frozenset(settings.answer_channels)
         self._parents: dict[int, asyncio.Future[int | None]] = {}
+        emoji = settings.status_reaction
+        self._status = None if emoji is None else StatusReaction("discord", emoji)
         self.holds = Holds()
         """Conversations being caught up on start: their live messages wait for it."""
         self.handler = Handler(engine=engine, record_all=settings.record == "all")
@@ -163,6 +167,21 @@ class MemoryClient(discord.Client):
         message = channel.get_partial_message(int(question.message_id))
         return DiscordOutbox(message, max_reply_chars=self._engine.config.llm.max_reply_chars)
 
+    def _with_status(self, message: discord.Message, outbox: DiscordOutbox) -> Outbox:
+        """The outbox, with the status reaction on ``message`` while it is answered (when
+        ``discord.status_reaction`` is set)."""
+        status, me = self._status, self.user
+        if status is None or me is None:
+            return outbox
+
+        async def react(on: bool) -> None:
+            if on:
+                await message.add_reaction(status.emoji)
+            else:
+                await message.remove_reaction(status.emoji, me)
+
+        return status.around(outbox, react)
+
     def stop_taking(self) -> None:
         """Ignore the events that arrive from now on (shutting down): the work they would
         start could not finish."""
@@ -175,7 +194,7 @@ class MemoryClient(discord.Client):
         await self.holds.wait(incoming.conversation.key)
         outbox = DiscordOutbox(message, max_reply_chars=self._engine.config.llm.max_reply_chars)
         try:
-            await self.handler.handle(incoming, outbox)
+            await self.handler.handle(incoming, self._with_status(message, outbox))
         except StorageError as exc:
             # Discord never delivers a message again: the person is told it was not kept.
             notice = self.handler.storage_notice(incoming.conversation, exc)

@@ -36,11 +36,16 @@ class DiscordOutbox:
 
     @asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
-        """Typing, until the answer's first text shows (or the answer is sent)."""
+        """Typing, until the answer's first text shows (or the answer is sent). An answer that
+        fails or is abandoned stops updating what it showed."""
         self._typing = self._message.channel.typing()
         await self._typing.__aenter__()
         try:
             yield None
+        except BaseException:
+            if self._live is not None:
+                await self._live.abandon()
+            raise
         finally:
             await self._stop_typing()
 

@@ -42,12 +42,14 @@ from bot.adapters.slack.translate import (
     to_pin,
     to_reaction,
 )
+from bot.adapters.status import StatusReaction
 from bot.config import SlackConfig, SlackRecord
 from bot.core.commands import COMMANDS
 from bot.core.engine import Engine
 from bot.core.handler import GRACE_SECONDS, Handler, Turn
 from bot.core.models import CommandCall, Conversation
 from bot.core.ports.leases import Awaiting
+from bot.core.ports.platform import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,9 @@ class Listeners:
         )
         self.assistant = Assistant(client=client, store=engine.store, settings=settings.assistant)
         self.streaming = StreamSupport(settings.streaming)
+        emoji = settings.status_reaction
+        self.status = None if emoji is None else StatusReaction(PLATFORM, emoji)
+        """👀 on a question while it is answered, outside the assistant pane."""
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
         self.team = identity.team_id
         self.url = identity.url
@@ -268,7 +273,7 @@ class Listeners:
     async def _answer(self, taken: _Taken) -> None:
         incoming = taken.turn.incoming
         max_chars = self.engine.config.llm.max_reply_chars
-        outbox: SlackOutbox
+        outbox: Outbox
         if taken.in_pane and taken.thread is not None:
             outbox = self.assistant.outbox(
                 channel=taken.channel,
@@ -290,6 +295,7 @@ class Listeners:
                 team=incoming.conversation.workspace,
                 streaming=self.streaming,
             )
+            outbox = self._with_status(outbox, taken.channel, incoming.message_id)
 
         async def named(turn: Turn) -> Turn:
             turn = await self.names.settled(turn, taken.naming)
@@ -298,6 +304,19 @@ class Listeners:
             return turn
 
         await self.handler.answer(taken.turn, outbox, prepare=named)
+
+    def _with_status(self, outbox: Outbox, channel: str, ts: str | None) -> Outbox:
+        """The outbox, with the status reaction on the question ``ts`` while it is answered
+        (when ``slack.status_reaction`` is set)."""
+        status = self.status
+        if status is None or ts is None:
+            return outbox
+
+        async def react(on: bool) -> object:
+            call = self.client.reactions_add if on else self.client.reactions_remove
+            return await call(channel=channel, name=status.emoji, timestamp=ts)
+
+        return status.around(outbox, react)
 
     async def _command(self, call: CommandCall, reply_to: AsyncRespond) -> None:
         await answer_command(reply_to, await self.handler.command(call))

@@ -36,6 +36,7 @@ BOT_SCOPES = (
     "im:write",
     "mpim:history",
     "reactions:read",  # reaction_added / reaction_removed
+    "reactions:write",  # slack.status_reaction (off by default): 👀 on a question being answered
     "users:read",
 )
 # Every message in channels the bot is in (mentions included), private channels, DMs and

@@ -125,6 +125,7 @@ def test_the_manifest_declares_shortcut_events_and_scopes(tmp_path: Path) -> Non
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"chat:write", "commands", "users:read", "channels:history", "im:history"} <= scopes
     assert "reactions:read" in scopes  # reaction_added / reaction_removed need it
+    assert "reactions:write" in scopes  # slack.status_reaction, when it is set
     assert "files:write" in scopes  # a long reply's whole text is shared as a file
 
 
