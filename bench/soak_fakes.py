@@ -39,7 +39,10 @@ class TimedLLM(FakeLLM):
         if messages and messages[0]["content"] == SUMMARY_INSTRUCTIONS:
             self.summaries += 1
             return Reply(text="Facts:\n- none\nNarrative:\nPeople said numbered things.")
-        return Reply(text=str(echo(body)), delay=self._delay)
+        # The marker first: an answer streamed shows it in its first text, so a message
+        # counts as answered once its answer starts to show, as people see it.
+        n = marker(str(messages[-1]["content"])) if messages else None
+        return Reply(text=f"soak-{n} {echo(body)}", delay=self._delay)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
@@ -61,6 +64,8 @@ class TimedSlack(FakeSlack):
         super().__init__({f"U{i}": f"user{i}" for i in range(100)})
         self.delivered_at: dict[int, float] = {}
         self.deliveries: Counter[int] = Counter()
+        """Messages each answer was shown in."""
+        self._shown_in: dict[int, set[str]] = {}
 
     async def _api(self, request: web.Request) -> web.Response:
         response = await super()._api(request)
@@ -69,7 +74,10 @@ class TimedSlack(FakeSlack):
             n = marker(str(call.params.get("text", "")))
             if n is not None:
                 self.delivered_at.setdefault(n, time.perf_counter())
-                self.deliveries[n] += 1
+                # an answer streamed into its message updates it more than once: one delivery
+                shown = self._shown_in.setdefault(n, set())
+                shown.add(str(call.params.get("ts")))
+                self.deliveries[n] = len(shown)
         return response
 
 
