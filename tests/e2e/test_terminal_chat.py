@@ -170,3 +170,22 @@ def test_commands_split_on_any_whitespace_and_counts_read_right(
     assert ": ok, 1 conversation, 2 messages, synchronous=full" in database
     stats = bot("stats", "--config", config, "--channel", "default")
     assert "(1 pin)" in stats.stdout and "(2 messages)" in stats.stdout
+
+
+def test_the_answer_is_printed_as_the_model_writes_it(tmp_path: Path, llm_thread: FakeLLM) -> None:
+    words = [f"word{i}" for i in range(12)]
+    llm_thread.script(Reply(text=" ".join(words), piece_delay=0.25))  # 3 s to write
+    config = write_config(tmp_path, llm_thread.url)
+    with on_terminal(config) as term:
+        term.wait_for("> ")
+        term.type("talk to me\n")
+        term.wait_for("word1 ")
+        first_seen = time.monotonic()
+        term.wait_for("word11")
+        whole_seen = time.monotonic()
+        term.wait_for("> ")
+        term.type("\x04")
+        assert term.finish() == 0
+        screen = term.screen()
+    assert whole_seen - first_seen > 1.5  # the start was shown long before the end
+    assert " ".join(words) in screen
