@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from bot.core.memory.calibration import Calibrator, Gauge
 from bot.core.models import strip_speaker_tags
 from bot.core.ports.llm import ChatModel, Failure, LLMError, StreamEnd
+from bot.core.ports.platform import Phase
 from bot.core.prompt.assembler import Prompt
 from bot.core.settings import Settings
 
@@ -25,6 +26,10 @@ log = logging.getLogger(__name__)
 
 Show = Callable[[str], Awaitable[None]]
 """Shows the answer so far (all of it, growing) while the model writes it."""
+
+
+Progress = Callable[[Phase], Awaitable[None]]
+"""Told what the bot is doing for the answer (a status line)."""
 
 INTERRUPTED = "_— the model stopped answering; ask again to continue_"
 """Ends an answer whose stream failed part way, as shown and as stored."""
@@ -72,13 +77,17 @@ class Asker:
         speakers: Callable[[Prompt], Collection[str]],
         *,
         show: Show | None = None,
+        progress: Progress | None = None,
     ) -> Answered:
         """The answer to the prompt ``build(limit)`` makes (``limit`` in the server's count),
-        streamed to ``show`` when given; :class:`LLMError` when none came."""
+        streamed to ``show`` when given, each phase told to ``progress``; :class:`LLMError`
+        when none came."""
         limit = settings.max_context_tokens
         deadline = time.monotonic() + settings.reply_deadline_seconds
         for attempt in range(2):
+            await _told(progress, Phase.SEARCHING)
             prompt = await build(limit)
+            await _told(progress, Phase.THINKING)
             try:
                 if show is None:
                     completion = await self.chat.complete(
@@ -142,6 +151,15 @@ class Asker:
             room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
             limit = min(limit, room)
         return limit
+
+
+async def _told(progress: Progress | None, phase: Phase) -> None:
+    if progress is None:
+        return
+    try:
+        await progress(phase)
+    except Exception:
+        log.exception("telling the platform what the bot is doing failed")
 
 
 async def _shown(show: Show, text: str) -> bool:

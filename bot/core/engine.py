@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config import Config
-from bot.core.answering import Asker, Show
+from bot.core.answering import Asker, Progress, Show
 from bot.core.background import Background, needs_summary
 from bot.core.leases import Leases
 from bot.core.locks import Locks
@@ -214,15 +214,19 @@ class Engine:
             return None
         return Pending(message=message, stored=stored)
 
-    async def answer(self, pending: Pending, *, show: Show | None = None) -> Reply:
-        """Answer an accepted message, streamed to ``show`` as it is written when given (the
+    async def answer(
+        self, pending: Pending, *, show: Show | None = None, progress: Progress | None = None
+    ) -> Reply:
+        """Answer an accepted message, streamed to ``show`` as it is written when given, its
+        phases told to ``progress`` (the
         handler links the stored answer to the platform message it is sent as,
         :meth:`attach_message_id`, then calls :meth:`finish`)."""
         task = asyncio.current_task()
         if task is not None:
             self._replying.add(task)
         try:
-            return await self._reply(pending.message.conversation, pending.stored, show)
+            conversation = pending.message.conversation
+            return await self._reply(conversation, pending.stored, show, progress)
         finally:
             if task is not None:
                 self._replying.discard(task)
@@ -248,7 +252,11 @@ class Engine:
             await self.finish_stored(stored_id)
 
     async def _reply(
-        self, conversation: Conversation, stored: StoredMessage, show: Show | None
+        self,
+        conversation: Conversation,
+        stored: StoredMessage,
+        show: Show | None,
+        progress: Progress | None,
     ) -> Reply:
         settings = self.settings_for(conversation)
         speaker = Speaker(Person.of(conversation, stored.author_id), stored.author_name)
@@ -263,8 +271,9 @@ class Engine:
 
         async with self._reply_locks(conversation.key):
             try:
+                streamed = show if settings.stream else None
                 answered = await self.asker.ask(
-                    build, settings, speakers, show=show if settings.stream else None
+                    build, settings, speakers, show=streamed, progress=progress
                 )
             except PromptTooLarge as exc:
                 self.observer.error(kind="prompt_too_large")
@@ -300,12 +309,6 @@ class Engine:
         if needs_summary(prompt, settings):
             self.background.schedule_summary(conversation, settings)
         return Reply(text, stored_id=answer.id)
-
-    async def limit_after_overflow(
-        self, settings: Settings, prompt: Prompt, exc: LLMError, limit: int
-    ) -> int:
-        """:meth:`Asker.limit_after_overflow`."""
-        return await self.asker.limit_after_overflow(settings, prompt, exc, limit)
 
     async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
         """A platform edit: the stored text and its count follow it."""

@@ -47,7 +47,7 @@ from bot.core.models import (
     ReplyKind,
 )
 from bot.core.ports.leases import Awaiting
-from bot.core.ports.platform import Outbox
+from bot.core.ports.platform import Outbox, ShowsProgress
 from bot.core.ports.store import Duplicate, StorageError
 from bot.core.wording import counted
 
@@ -231,7 +231,8 @@ class Handler:
                     await self.engine.store.showing(
                         stored_id=turn.accepted.stored.id, message_id=shown
                     )
-            reply = await self.engine.answer(turn.accepted, show=outbox.show)
+            progress = outbox.progress if isinstance(outbox, ShowsProgress) else None
+            reply = await self.engine.answer(turn.accepted, show=outbox.show, progress=progress)
         sent = await outbox.send(reply)
         if sent is not None and reply.stored_id is not None:
             await self.engine.attach_message_id(turn.incoming.conversation, reply.stored_id, sent)

@@ -31,11 +31,13 @@ from bot.config import SlackAssistantConfig
 from bot.core.engine import Pending
 from bot.core.handler import Turn
 from bot.core.models import Reply, Role
+from bot.core.ports.platform import Phase
 from bot.core.ports.store import MessageStore
 
 log = logging.getLogger(__name__)
 
-THINKING_STATUS = "is thinking…"
+THINKING_STATUS = f"is {Phase.THINKING.value}…"
+SEARCHING_STATUS = f"is {Phase.SEARCHING.value}…"
 TITLE_CHARS = 60
 """The most of a question a thread's title takes (cut at a word, with an ellipsis)."""
 _OPENING = 3  # messages read to find a thread's first question (a copied root, then it)
@@ -92,6 +94,7 @@ class ThreadStatus:
         self._channel = channel
         self._thread = thread
         self.shown = False
+        self.current = ""  # the status shown last
 
     async def show(self, status: str) -> bool:
         """Set the status; False when Slack refuses it (not a thread of the pane)."""
@@ -108,13 +111,14 @@ class ThreadStatus:
             )
             return False
         self.shown = True
+        self.current = status
         return True
 
     async def clear(self) -> None:
         """Take the status back, when it was shown (the answer failed, or posted nothing)."""
         if not self.shown:
             return
-        self.shown = False
+        self.shown, self.current = False, ""
         try:
             await self._client.assistant_threads_setStatus(
                 channel_id=self._channel, thread_ts=self._thread, status=""
@@ -134,7 +138,7 @@ class AssistantOutbox(SlackOutbox):
 
     @asynccontextmanager
     async def working(self) -> AsyncIterator[str | None]:
-        if not await self._status.show(THINKING_STATUS):
+        if not await self._status.show(SEARCHING_STATUS):
             async with super().working() as shown:
                 yield shown
             return
@@ -153,6 +157,12 @@ class AssistantOutbox(SlackOutbox):
         if sent is None:  # only the asker saw it (an error), or nothing was posted
             await self._status.clear()
         return sent
+
+    async def progress(self, phase: Phase) -> None:
+        """The status line follows the work: searching memory, then thinking."""
+        wanted = f"is {phase.value}…"
+        if self._status.shown and self._status.current != wanted:
+            await self._status.show(wanted)
 
 
 class Assistant:

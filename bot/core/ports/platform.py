@@ -8,9 +8,19 @@ the answers through an :class:`Outbox`; it never hands platform objects to the c
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 from bot.core.models import Reply
+
+
+class Phase(StrEnum):
+    """What the bot is doing for an answer, for platforms with a status line."""
+
+    SEARCHING = "searching memory"
+    """Building the prompt: recall searches earlier messages."""
+    THINKING = "thinking"
+    """Waiting for the model."""
 
 
 class NoPlatformEnabled(Exception):
@@ -58,3 +68,10 @@ class Outbox(Protocol):
         """Show ``reply``; the platform id of the message that holds it (or its start), so
         that the platform's edits and deletions of it reach memory; None when it has none."""
         ...
+
+
+@runtime_checkable
+class ShowsProgress(Protocol):
+    """An outbox with a status line (Slack's assistant pane): told what the bot is doing."""
+
+    async def progress(self, phase: Phase) -> None: ...

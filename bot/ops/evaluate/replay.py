@@ -172,7 +172,7 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
             except LLMError as exc:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
                     raise
-                limit = await engine.limit_after_overflow(settings, prompt, exc, limit)
+                limit = await engine.asker.limit_after_overflow(settings, prompt, exc, limit)
     finally:
         await engine.delete_message(CHANNEL, f"probe{number}")
     # A speaker tag the model copied ("[王芳] …") names someone; it does not answer.

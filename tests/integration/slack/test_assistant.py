@@ -91,12 +91,10 @@ async def test_the_first_question_titles_the_thread_and_a_status_line_shows_the_
     (title,) = fake_slack.called("assistant.threads.setTitle")
     assert (title["channel_id"], title["thread_ts"]) == (DM, thread)
     assert title["title"] == "What is a good name for a sourdough starter, short and…"  # 60
-    (status,) = fake_slack.called("assistant.threads.setStatus")
-    assert (status["channel_id"], status["thread_ts"], status["status"]) == (
-        DM,
-        thread,
-        "is thinking…",
-    )
+    statuses = fake_slack.called("assistant.threads.setStatus")
+    assert [(s["channel_id"], s["thread_ts"]) for s in statuses] == [(DM, thread)] * 2
+    # searching memory while the prompt is built, then thinking while the model answers
+    assert [s["status"] for s in statuses] == ["is searching memory…", "is thinking…"]
     assert fake_slack.called("chat.postMessage") == []  # no thinking message: the status shows
     (answer,) = fake_slack.called("chat.startStream")  # streamed into the thread
     assert (answer["channel"], answer["thread_ts"]) == (DM, thread)
@@ -110,7 +108,7 @@ async def test_the_first_question_titles_the_thread_and_a_status_line_shows_the_
     llm.script("Call it Doughbi-Wan.")
     await ask(slack, "And one more, longer than the title could ever hold in one line?", thread)
     assert len(fake_slack.called("assistant.threads.setTitle")) == 1  # titled once
-    assert len(fake_slack.called("assistant.threads.setStatus")) == 2
+    assert len(fake_slack.called("assistant.threads.setStatus")) == 4
     assert [m["text"] for m in fake_slack.messages()][-1] == "Call it Doughbi-Wan."
     assert prompts_of(llm)[-1][0].startswith("[Ana] What is a good name")  # one conversation
 
@@ -131,7 +129,7 @@ async def test_a_failed_answer_clears_the_status_line(
     llm.script(*[Reply.server_error()] * 3)
     await ask(slack, "Are you there?", "1700000500.000100")
     statuses = [call["status"] for call in fake_slack.called("assistant.threads.setStatus")]
-    assert statuses == ["is thinking…", ""]
+    assert statuses == ["is searching memory…", "is thinking…", ""]
     assert fake_slack.called("chat.postMessage") == []
     assert len(fake_slack.called("chat.postEphemeral")) == 1  # the error, to the asker
 
