@@ -39,6 +39,14 @@ from tests.support.fake_slack import BOT_USER, FakeSlack
 from tests.support.slack_bot import ENV, serving, slack_settings
 
 MARKER = re.compile(r"q(\d+)x")
+_ANSWER_METHODS = (
+    "chat.postMessage",
+    "chat.update",
+    "chat.delete",
+    "chat.startStream",
+    "chat.appendStream",
+    "chat.stopStream",
+)
 GUILD, TOKEN = 5001, "fake.bot.token"
 BOT = Person(900, "Memory Bot", bot=True)
 ASKER = Person(7001, "Ana")
@@ -96,13 +104,20 @@ class TimedSlack(FakeSlack):
     def __init__(self, seen: Seen, words: int) -> None:
         super().__init__({"U1": "Ana"})
         self.seen, self.words = seen, words
+        self._streamed: dict[str, str] = {}
 
     async def _api(self, request: web.Request) -> web.Response:
         response = await super()._api(request)
         call = self.calls[-1]
-        if call.method.split("!")[0] in ("chat.postMessage", "chat.update", "chat.delete"):
+        if call.method.split("!")[0] in _ANSWER_METHODS:
             self.seen.calls[call.method] += 1
-            self.seen.saw(str(call.params.get("text", "")), self.words)
+            text = call.params.get("text") or call.params.get("markdown_text") or ""
+            chunks = call.params.get("chunks") or []
+            text += "".join(str(c.get("text", "")) for c in chunks if isinstance(c, dict))
+            if "Stream" in call.method:  # a stream's calls carry what they add
+                ts = str(call.params.get("ts"))
+                text = self._streamed[ts] = self._streamed.get(ts, "") + str(text)
+            self.seen.saw(str(text), self.words)
         return response
 
 
@@ -152,6 +167,8 @@ async def run_slack(args: argparse.Namespace, llm: StreamingLLM, seen: Seen, db:
                 text = f"<@{BOT_USER}> question q{n}x"
                 event = {"type": "message", "user": "U1", "text": text, "ts": f"{1.8e9 + n:.6f}"}
                 event.update(channel=f"C{n % args.channels:04d}", channel_type="channel")
+                if args.threads:  # answered in the thread: streamed with Slack's API
+                    event["thread_ts"] = f"{1.7e9 + n % args.channels:.6f}"
                 assert await slack.event(event) == 200
 
             await paced(args, ask)
@@ -234,6 +251,9 @@ def main() -> int:
     parser.add_argument("--tokens-per-second", type=float, default=30.0)
     parser.add_argument("--words", type=int, default=60, help="tokens an answer, after the first")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--threads", action="store_true", help="Slack: ask in threads (Slack's streaming API)"
+    )
     return asyncio.run(bench(parser.parse_args()))
 
 

@@ -13,11 +13,11 @@ import pytest
 from tests.support.paths import ROOT
 
 
-@pytest.mark.parametrize("platform", ["slack", "discord"])
+@pytest.mark.parametrize("platform", ["slack", "slack --threads", "discord"])
 def test_the_time_to_first_text_bench_answers_every_question_and_prints_its_figures(
     platform: str,
 ) -> None:
-    command = [sys.executable, "bench/ttft.py", "--platform", platform, "--messages", "6"]
+    command = [sys.executable, "bench/ttft.py", "--platform", *platform.split(), "--messages", "6"]
     command += ["--rate", "6", "--channels", "3", "--words", "40"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -26,4 +26,4 @@ def test_the_time_to_first_text_bench_answers_every_question_and_prints_its_figu
     calls = re.search(r"API calls per answer: (\d+\.\d+)", result.stdout)
     assert median is not None and calls is not None, result.stdout
     # 41 tokens at 30 a second: shown in several updates, but far fewer than one a token
-    assert 2 <= float(calls.group(1)) <= 6, result.stdout
+    assert 2 <= float(calls.group(1)) <= 7, result.stdout
