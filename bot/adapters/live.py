@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from typing import Protocol
 
@@ -58,6 +58,61 @@ Cut = Callable[[str], Sequence[str]]
 """A text as the platform's messages (each within its limit, code fences balanced)."""
 
 
+class Paced:
+    """Runs ``step`` in one task at a time, at most once an ``interval``, until it says it has
+    nothing left to do (False); a :class:`RateLimited` it raises is waited out. :meth:`stop`
+    ends it once the call in flight, if any, is answered (cutting a call off could leave a
+    message posted whose id is never known)."""
+
+    def __init__(
+        self,
+        step: Callable[[], Awaitable[bool]],
+        *,
+        interval: float,
+        clock: Callable[[], float],
+        name: str,
+    ) -> None:
+        self._step = step
+        self._interval = interval
+        self._clock = clock
+        self._name = name
+        self._next_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    @property
+    def stopped(self) -> bool:
+        return self._wake.is_set()
+
+    def kick(self) -> None:
+        """Run the steps now (or at the next allowed time), unless they run or have stopped."""
+        if self.stopped or (self._task is not None and not self._task.done()):
+            return
+        self._task = asyncio.create_task(self._run(), name=self._name)
+
+    async def stop(self) -> None:
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def _run(self) -> None:
+        while not self.stopped:
+            delay = self._next_at - self._clock()
+            if delay > 0:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                if self._wake.is_set():  # stopped meanwhile
+                    return
+            try:
+                if not await self._step():
+                    return
+            except RateLimited as limited:
+                self._next_at = self._clock() + limited.retry_after
+                continue
+            self._next_at = self._clock() + self._interval
+
+
 class LiveText:
     """One answer's messages, kept up with a growing text."""
 
@@ -81,11 +136,8 @@ class LiveText:
         self._changed_at: list[float] = [float("-inf")] * len(self._ids)
         """When each message was last posted or edited (by this object)."""
         self._wanted = ""
-        self._next_at = 0.0
-        self._task: asyncio.Task[None] | None = None
         self._broken = False
-        self._finishing = False
-        self._wake = asyncio.Event()
+        self._paced = Paced(self._catch_up, interval=interval, clock=clock, name="live answer")
 
     @property
     def message_ids(self) -> list[str]:
@@ -95,14 +147,13 @@ class LiveText:
     def show(self, text: str) -> None:
         """The answer so far (all of it); shown within ``interval`` or when allowed."""
         self._wanted = text
-        if self._broken or self._finishing or (self._task is not None and not self._task.done()):
-            return
-        self._task = asyncio.create_task(self._catch_up(), name="live answer")
+        if not self._broken:
+            self._paced.kick()
 
     async def finish(self, parts: Sequence[str]) -> str | None:
         """Show the finished answer as ``parts`` (already cut), in the messages posted so far
         and new ones; delete those left over. The id of the first message."""
-        await self._stop()
+        await self._paced.stop()
         for index, part in enumerate(parts):
             await self._put(index, part, wait=True)
         for message_id in self._ids[len(parts) :]:
@@ -112,43 +163,26 @@ class LiveText:
 
     async def abandon(self) -> None:
         """Stop updating (the answer failed or was cancelled); what is shown stays."""
-        await self._stop()
+        await self._paced.stop()
 
-    async def _stop(self) -> None:
-        """End the updates once the call in flight, if any, is answered (cutting it off could
-        leave a message posted whose id is never known)."""
-        self._finishing = True
-        self._wake.set()
-        task, self._task = self._task, None
-        if task is not None:
-            await asyncio.shield(task)
-
-    async def _catch_up(self) -> None:
-        """Bring the messages up to the newest text until they show it."""
-        while not self._finishing:
-            delay = self._next_at - self._clock()
-            if delay > 0:
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                if self._wake.is_set():  # finishing
-                    return
-            parts = self._cut(self._wanted)
-            changed = [
-                i for i, part in enumerate(parts) if i >= len(self._shown) or self._shown[i] != part
-            ]
-            if not changed:
-                return
-            try:
-                for index in changed:
-                    await self._put(index, parts[index], wait=False)
-            except RateLimited as limited:
-                self._next_at = self._clock() + limited.retry_after
-                continue
-            except Exception:
-                log.exception("showing an answer as it was written failed; it is sent whole")
-                self._broken = True
-                return
-            self._next_at = self._clock() + self._interval
+    async def _catch_up(self) -> bool:
+        """One step towards the newest text; False once the messages show it."""
+        parts = self._cut(self._wanted)
+        changed = [
+            i for i, part in enumerate(parts) if i >= len(self._shown) or self._shown[i] != part
+        ]
+        if not changed:
+            return False
+        try:
+            for index in changed:
+                await self._put(index, parts[index], wait=False)
+        except RateLimited:
+            raise  # waited out by Paced
+        except Exception:
+            log.exception("showing an answer as it was written failed; it is sent whole")
+            self._broken = True
+            return False
+        return True
 
     async def _put(self, index: int, text: str, *, wait: bool) -> None:
         """Show ``text`` as the answer's message ``index`` (posted if new). With ``wait``, a

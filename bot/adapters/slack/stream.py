@@ -30,7 +30,7 @@ from contextlib import suppress
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.live import EDIT_INTERVAL, RateLimited
+from bot.adapters.live import EDIT_INTERVAL, Paced, RateLimited
 from bot.adapters.slack.render import link
 from bot.adapters.text import Fence, line_fences, split
 from bot.config import SlackStreaming
@@ -166,8 +166,6 @@ class NativeText:
         self._started = started
         self._limit = limit
         self._soft = limit * 3 // 4
-        self._interval = interval
-        self._clock = clock
         self.message_ids: list[str] = []
         self.refused = False
         """Slack did not start the stream: nothing is shown, the answer goes another way."""
@@ -177,23 +175,18 @@ class NativeText:
         self._sent = ""  # what that message holds so far
         self._ts: str | None = None  # that message, once started
         self._broken = False  # an append failed: the rest is sent by editing and posting
-        self._finishing = False
-        self._next_at = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
+        self._paced = Paced(self._catch_up, interval=interval, clock=clock, name="streamed answer")
 
     def show(self, text: str) -> None:
         """The answer so far (all of it, growing), as Markdown."""
         self._wanted = defused(text)
-        if self.refused or self._broken or self._finishing:
-            return
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._catch_up(), name="streamed answer")
+        if not (self.refused or self._broken):
+            self._paced.kick()
 
     async def finish(self, text: str) -> str | None:
         """Show the finished answer and stop the stream; the first message's ts (None when
         Slack refused the stream: :attr:`refused`)."""
-        await self._stop_updates()
+        await self._paced.stop()
         self._wanted = defused(text)
         while not self.refused:
             try:
@@ -215,40 +208,22 @@ class NativeText:
 
     async def abandon(self) -> None:
         """Stop (the answer failed or was cancelled): what is shown stays, finished."""
-        await self._stop_updates()
+        await self._paced.stop()
         if self._ts is not None and not self._broken:
             with suppress(SlackClientError, RateLimited):
                 await self._call("chat.stopStream", self._client.chat_stopStream, ts=self._ts)
             self._ts = None
 
-    async def _stop_updates(self) -> None:
-        self._finishing = True
-        self._wake.set()
-        task, self._task = self._task, None
-        if task is not None:
-            await asyncio.shield(task)
-
-    async def _catch_up(self) -> None:
-        while not self._finishing:
-            delay = self._next_at - self._clock()
-            if delay > 0:
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                if self._wake.is_set():  # finishing
-                    return
-            try:
-                if not await self._advance(final=False):
-                    return
-            except RateLimited as limited:
-                self._next_at = self._clock() + limited.retry_after
-                continue
-            except Refused:
-                return
-            except SlackClientError as exc:
-                log.warning("streaming an answer to %s failed: %s", self._channel, exc)
-                self._broken = True
-                return
-            self._next_at = self._clock() + self._interval
+    async def _catch_up(self) -> bool:
+        """One step towards the newest text; False once there is nothing to send."""
+        try:
+            return await self._advance(final=False)  # a RateLimited is waited out by Paced
+        except Refused:
+            return False
+        except SlackClientError as exc:
+            log.warning("streaming an answer to %s failed: %s", self._channel, exc)
+            self._broken = True
+            return False
 
     async def _advance(self, *, final: bool) -> bool:
         """Bring the messages up to the answer (all of it when ``final``, then stopped);
