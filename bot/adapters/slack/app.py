@@ -274,27 +274,18 @@ class Listeners:
         incoming = taken.turn.incoming
         max_chars = self.engine.config.llm.max_reply_chars
         outbox: Outbox
+        where: dict[str, Any] = {
+            "channel": taken.channel,
+            "user": incoming.author_id,
+            "max_reply_chars": max_chars,
+            "question": incoming.message_id,
+            "team": incoming.conversation.workspace,
+            "streaming": self.streaming,
+        }
         if taken.in_pane and taken.thread is not None:
-            outbox = self.assistant.outbox(
-                channel=taken.channel,
-                thread=taken.thread,
-                user=incoming.author_id,
-                max_reply_chars=max_chars,
-                question=incoming.message_id,
-                team=incoming.conversation.workspace,
-                streaming=self.streaming,
-            )
+            outbox = self.assistant.outbox(thread=taken.thread, **where)
         else:
-            outbox = SlackOutbox(
-                self.client,
-                channel=taken.channel,
-                thread=taken.thread,
-                user=incoming.author_id,
-                max_reply_chars=max_chars,
-                question=incoming.message_id,
-                team=incoming.conversation.workspace,
-                streaming=self.streaming,
-            )
+            outbox = SlackOutbox(self.client, thread=taken.thread, **where)
             outbox = self._with_status(outbox, taken.channel, incoming.message_id)
 
         async def named(turn: Turn) -> Turn:
