@@ -64,8 +64,9 @@ def test_bot_run_connects_answers_and_stops_on_sigterm(
         fake.call(
             fake.say(BO, f"<@{BOT.id}> hi", channel_id=GENERAL, guild_id=GUILD, mentions=(BOT,))
         )
-        wait_for(lambda: bool(fake.sent), process)
-        assert fake.sent[0].content == "echo: [Bo] hi"
+        # streamed: the reply is edited until it holds the whole answer
+        wait_for(lambda: bool(fake.sent) and fake.sent[0].content == "echo: [Bo] hi", process)
+        assert len(fake.sent) == 1
         assert process.stderr is not None
         seen = [next(process.stderr)]
         while "discord connected" not in seen[-1]:  # ready: a signal before stops it too

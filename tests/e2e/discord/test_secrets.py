@@ -47,7 +47,10 @@ def test_no_token_or_key_in_debug_output_when_requests_fail(
         fake.call(fake.say(BO, f"<@{BOT.id}> first", **here))
         wait_for(lambda: len(fake.sent) == 1, process)
         fake.call(fake.say(BO, f"<@{BOT.id}> second", **here))
-        wait_for(lambda: len(fake.sent) == 2, process)
+        # streamed: the reply is edited until it holds the whole answer
+        wait_for(
+            lambda: len(fake.sent) == 2 and fake.sent[1].content == "echo: [Bo] second", process
+        )
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=30)
     finally:
