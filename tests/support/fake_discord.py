@@ -31,6 +31,8 @@ import discord
 import yarl
 from aiohttp import WSMsgType, web
 
+from bot.adapters.live import EDIT_INTERVAL
+
 JSON = dict[str, Any]
 T = TypeVar("T")
 API = "/api/v10"
@@ -116,6 +118,10 @@ class Person:
             "pending": False,
             "permissions": str(self.permissions.value),
         }
+
+
+SETTLED = EDIT_INTERVAL + 0.3
+"""Seconds without a change after which a streamed answer has had its last edit."""
 
 
 @dataclass
@@ -553,10 +559,10 @@ class FakeDiscord:
         """Wait (up to 10 s) until ``condition()`` holds, e.g. on what the bot sent."""
         await eventually(condition)
 
-    async def sent_count(self, count: int, *, quiet: float = 0.25) -> list[Sent]:
+    async def sent_count(self, count: int, *, quiet: float = SETTLED) -> list[Sent]:
         """The messages the bot has sent (not deleted) once there are ``count`` and none was
         sent, edited or deleted for ``quiet`` seconds: an answer streamed into its message
-        has settled."""
+        has settled (its last edit waits up to a second after the one before)."""
         while True:
             await self.until(lambda: len(self.shown()) >= count)
             if time.monotonic() - self._changed >= quiet:
