@@ -104,7 +104,8 @@ def test_run_serves_health_and_metrics(
         )
         assert (health.returncode, health.stdout) == (0, "database: ok\nslack: ok\n")
         mention(fake_slack_thread, "hello", "30.1")
-        wait_for(lambda: fake_slack_thread.called("chat.update"), "the answer")
+        replied = 'bot_replies_out_total{platform="slack"} 1.0'
+        wait_for(lambda: replied in fetch(f"{base}/metrics")[1], "the answer, counted")
         status, metrics = fetch(f"{base}/metrics")
         assert status == 200
         assert 'bot_replies_out_total{platform="slack"} 1.0' in metrics

@@ -80,8 +80,8 @@ def test_bot_run_connects_to_slack_answers_and_stops_on_sigterm(
         body = {"type": "event_callback", "team_id": TEAM, "event_id": "EvP", "event": event}
         envelope = fake.call(fake.push("events_api", body))
         assert fake.call(fake.ack_for(envelope))["envelope_id"] == envelope
-        wait_for(lambda: fake.called("chat.update"), "the answer")
-        assert fake.messages()[-1]["text"] == "echo: [Ana] hello from a process"
+        answer = "echo: [Ana] hello from a process"
+        wait_for(lambda: [m["text"] for m in fake.messages()][-1:] == [answer], "the answer")
     finally:
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=30)
