@@ -22,6 +22,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from bot.adapters.slack.app import Listeners
+from bot.adapters.slack.history import read_page
 from bot.adapters.slack.translate import mentions, to_incoming
 from bot.config import CatchUpConfig
 from bot.core.models import Conversation
@@ -118,23 +119,15 @@ async def _read(
     cursor: str | None = None
     while True:
         page = min(PAGE, limit - len(messages))
-        if conversation.thread is None:
-            answer = await listeners.client.conversations_history(
-                channel=conversation.channel,
-                oldest=oldest,
-                latest=latest,
-                limit=page,
-                cursor=cursor,
-            )
-        else:
-            answer = await listeners.client.conversations_replies(
-                channel=conversation.channel,
-                ts=conversation.thread,
-                oldest=oldest,
-                latest=latest,
-                limit=page,
-                cursor=cursor,
-            )
+        answer = await read_page(
+            listeners.client,
+            channel=conversation.channel,
+            thread=conversation.thread,
+            oldest=oldest,
+            latest=latest,
+            limit=page,
+            cursor=cursor,
+        )
         got = [m for m in answer.get("messages") or [] if float(m.get("ts") or 0) > float(oldest)]
         messages.extend(got[: limit - len(messages)])
         cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None

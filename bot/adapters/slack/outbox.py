@@ -17,6 +17,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.live import LiveText, MessageGone, RateLimited
+from bot.adapters.slack.history import read_page
 from bot.adapters.slack.render import split, to_mrkdwn
 from bot.adapters.slack.stream import NativeText, StreamSupport
 from bot.adapters.text import ATTACHMENT_NAME, LongReply, shorten
@@ -203,21 +204,14 @@ class SlackOutbox:
         if self._question is None:
             return None
         try:
-            if self._thread is None:
-                found = await self._client.conversations_history(
-                    channel=self._channel,
-                    oldest=self._question,
-                    limit=_LOOK_BACK,
-                    include_all_metadata=True,
-                )
-            else:
-                found = await self._client.conversations_replies(
-                    channel=self._channel,
-                    ts=self._thread,
-                    oldest=self._question,
-                    limit=_LOOK_BACK,
-                    include_all_metadata=True,
-                )
+            found = await read_page(
+                self._client,
+                channel=self._channel,
+                thread=self._thread,
+                oldest=self._question,
+                limit=_LOOK_BACK,
+                include_all_metadata=True,
+            )
         except (SlackApiError, SlackClientError) as exc:
             log.warning(
                 "reading %s for a thinking message failed: %s", self._channel, _slack_error(exc)
