@@ -123,15 +123,21 @@ class Running:
 
 
 def fill(folder: Path) -> Callable[[], None]:
+    """Take every free block. Space the filesystem holds back for pending allocations is
+    given back once they are written out, so keep writing, in smaller pieces, until the
+    filesystem refuses even after a sync."""
     filler = folder / "filler"
-    with filler.open("wb") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-                os.fsync(out.fileno())
-        except OSError:
-            pass
+    with filler.open("wb", buffering=0) as out:
+        for size in (65536, 4096, 1024):
+            refusals = 0
+            while refusals < 3:
+                try:
+                    out.write(b"\0" * size)
+                    refusals = 0
+                except OSError:
+                    refusals += 1
+                    os.fsync(out.fileno())
+                    os.sync()
     return filler.unlink
 
 
