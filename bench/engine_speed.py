@@ -426,7 +426,7 @@ async def fold_history(engine: Engine, *, to: str, profiles: bool = True) -> tup
     before the next compaction, the most recent turns of the cycle. Either way, as the
     stand-in writes the same summary whatever it reads, the summary is never rebuilt from the
     raw messages (that would read the whole history every few compactions)."""
-    settings = engine.settings_for(CHANNEL)
+    settings = await engine.settings_for(CHANNEL)
     options = replace(settings.summary, rebuild_every=0)
     if to == "threshold":
         options = replace(options, target=settings.summary.threshold)
@@ -488,7 +488,7 @@ async def one_turn(
     t0 = time.perf_counter()
     stored = await engine.record(message)
     t1 = time.perf_counter()
-    settings = engine.settings_for(CHANNEL)
+    settings = await engine.settings_for(CHANNEL)
     prompt = await engine.assembler.build(
         settings=settings,
         conversation_key=CHANNEL.key,

@@ -182,7 +182,7 @@ class Ours:
         incoming = self._incoming(msg, msg.name)
         t0 = time.perf_counter()
         stored = await self.engine.record(incoming)
-        settings = self.engine.settings_for(CHANNEL)
+        settings = await self.engine.settings_for(CHANNEL)
         prompt = await self.engine.assembler.build(
             settings=settings,
             conversation_key=CHANNEL.key,

@@ -106,7 +106,7 @@ def build_engine(
     memory = config.memory
     return Engine(
         config=config,
-        settings=SettingsSource.from_config(config),
+        settings=SettingsSource(config, store),
         store=store,
         chat=chat,
         summarizer=Summarizer(

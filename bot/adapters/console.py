@@ -178,7 +178,7 @@ async def chat(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> None:
-    handler = Handler(engine=engine, record_all=True)
+    handler = Handler(engine=engine)
     # A question an earlier session left unanswered (stopped mid-answer) is not answered
     # now; it would only hold up this session's answers.
     handler.take_over("console", None)

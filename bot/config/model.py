@@ -44,6 +44,11 @@ class LLMConfig(Section):
     chat_model: str = Field(min_length=1)
     summary_model: str = Field(min_length=1)
     summary_base_url: str | None = None
+    allowed_models: tuple[str, ...] = ()
+    """Chat models a channel may choose with ``/settings model`` (besides chat_model)."""
+    allowed_summary_models: tuple[str, ...] = ()
+    """Summary models a channel may choose with ``/settings summary-model`` (besides
+    summary_model)."""
     timeout_seconds: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     reply_deadline_seconds: float = Field(default=90.0, gt=0)
@@ -71,6 +76,8 @@ class LLMConfig(Section):
 class MemoryConfig(Section):
     strategy: Strategy = Strategy.HYBRID
     max_context_tokens: int = Field(default=8000, ge=256)
+    budget_ceiling: int | None = Field(default=None, ge=256)
+    """The largest budget ``/settings budget`` may give a channel; None: max_context_tokens."""
     summary_threshold: float = Field(default=0.7, gt=0, le=1)
     summary_target: float = Field(default=0.25, gt=0, lt=1)
     window_turns: int = Field(default=20, ge=1)
@@ -103,10 +110,19 @@ class MemoryConfig(Section):
     """The most a speaker's profile may take in a prompt (and at most a tenth of the budget);
     0 leaves profiles out of prompts."""
 
+    @property
+    def largest_budget(self) -> int:
+        """The most tokens a channel's prompt may be given (``/settings budget``)."""
+        return max(self.budget_ceiling or 0, self.max_context_tokens)
+
     @model_validator(mode="after")
     def _target_below_threshold(self) -> MemoryConfig:
         if self.summary_target >= self.summary_threshold:
             raise ValueError("summary_target must be below summary_threshold")
+        if self.budget_ceiling is not None and self.budget_ceiling < self.max_context_tokens:
+            raise ValueError(
+                f"budget_ceiling must be at least max_context_tokens ({self.max_context_tokens})"
+            )
         if self.recall_tokens > self.max_context_tokens // 2:
             raise ValueError(
                 f"recall_tokens must be at most half of max_context_tokens "

@@ -27,6 +27,15 @@ class PlatformSection(Section):
         """What connecting needs and the environment lacks, in one line; None when ready."""
         return None
 
+    def records_everything(self) -> bool:
+        """Whether the bot keeps every message it sees, not only what is addressed to it (the
+        default of a channel's ``/settings record``)."""
+        return True
+
+    def answers_everything_in(self) -> frozenset[str]:
+        """Channel ids where the bot answers every message by default (``/settings answer``)."""
+        return frozenset()
+
 
 class SlackMode(StrEnum):
     SOCKET = "socket"
@@ -105,7 +114,7 @@ class SlackConfig(PlatformSection):
     answer_channels: tuple[str, ...] = ()
     """Channel ids where the bot answers every message, not only mentions."""
     admin_user_ids: tuple[str, ...] = ()
-    """User ids who may run admin commands (/reset)."""
+    """User ids who may run admin commands (/reset, /settings changes)."""
     assistant: SlackAssistantConfig = SlackAssistantConfig()
     streaming: SlackStreaming = SlackStreaming.AUTO
     """How an answer is shown as the model writes it (when ``llm.stream``)."""
@@ -128,6 +137,12 @@ class SlackConfig(PlatformSection):
         """``:eyes:`` as typed in Slack is the emoji ``eyes``."""
         return None if name is None else name.strip(":")
 
+    def records_everything(self) -> bool:
+        return self.record is SlackRecord.ALL
+
+    def answers_everything_in(self) -> frozenset[str]:
+        return frozenset(self.answer_channels)
+
     def missing_secrets(self) -> str | None:
         missing = [] if self.bot_token else ["SLACK_BOT_TOKEN"]
         if self.mode is SlackMode.SOCKET and not self.app_token:
@@ -145,7 +160,10 @@ class DiscordConfig(PlatformSection):
     answer_channels: tuple[int, ...] = ()
     """Channel ids where the bot answers every message, not only mentions and replies."""
     admin_user_ids: tuple[int, ...] = ()
-    """Users who may run admin commands (/reset) without the Manage Messages permission."""
+    """Users who may run admin commands (/reset, /settings changes) without the Manage
+    Channels permission."""
+    admin_role_ids: tuple[int, ...] = ()
+    """Roles whose members may run admin commands without the Manage Channels permission."""
     dev_guild_id: int | None = None
     """Sync slash commands to this one server (instantly) instead of globally."""
     api_base_url: str | None = Field(default=None, pattern=r"^https?://")
@@ -200,6 +218,12 @@ class DiscordConfig(PlatformSection):
             if ids.count(shard) > 1:
                 raise ValueError(f"{shard} is listed twice")
         return ids
+
+    def records_everything(self) -> bool:
+        return self.record == "all"
+
+    def answers_everything_in(self) -> frozenset[str]:
+        return frozenset(str(channel) for channel in self.answer_channels)
 
     def missing_secrets(self) -> str | None:
         return (

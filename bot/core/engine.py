@@ -135,9 +135,9 @@ class Engine:
             return await asyncio.to_thread(self.tokenizer.count, text)
         return self.tokenizer.count(text)
 
-    def settings_for(self, conversation: Conversation) -> Settings:
+    async def settings_for(self, conversation: Conversation) -> Settings:
         """The settings the conversation's turns and commands use now."""
-        return self.settings.for_conversation(conversation)
+        return await self.settings.for_conversation(conversation)
 
     def budget(self, settings: Settings, mix: ScriptTokens | None = None) -> int:
         """The prompt budget under ``settings``, calibrated for the chat model, for a prompt
@@ -167,7 +167,7 @@ class Engine:
             )
         self.observer.message_in(platform=message.conversation.platform)
         if embed:
-            self._embed(message.conversation, stored)
+            await self._embed(message.conversation, stored)
         return stored
 
     async def backfill_embeddings(self) -> None:
@@ -181,9 +181,9 @@ class Engine:
         if newest:
             self.background.backfill_embeddings(before_id=newest[0][0] + 1)
 
-    def _embed(self, conversation: Conversation, stored: StoredMessage) -> None:
+    async def _embed(self, conversation: Conversation, stored: StoredMessage) -> None:
         """Embed a stored message in the background, for recall by meaning."""
-        self.background.embed(stored, self.settings_for(conversation))
+        self.background.embed(stored, await self.settings_for(conversation))
 
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""
@@ -258,7 +258,7 @@ class Engine:
         show: Show | None,
         progress: Progress | None,
     ) -> Reply:
-        settings = self.settings_for(conversation)
+        settings = await self.settings_for(conversation)
         speaker = Speaker(Person.of(conversation, stored.author_id), stored.author_name)
 
         async def build(limit: int) -> Prompt:
@@ -326,7 +326,7 @@ class Engine:
             importance=score(text) if found.role is Role.USER else None,
         )
         if edited:  # the index followed in the same statement; the vector is made anew
-            self._embed(conversation, found._replace(content=text))
+            await self._embed(conversation, found._replace(content=text))
         return edited
 
     async def mark_important(self, conversation: Conversation, message_id: str, on: bool) -> bool:
@@ -368,7 +368,7 @@ class Engine:
             )
         except Duplicate:
             return False
-        self._embed(into, copied)
+        await self._embed(into, copied)
         return True
 
     async def rename_author(
@@ -402,13 +402,13 @@ class Engine:
         """Whether a compaction should follow this prompt (scheduled after the reply)."""
         return needs_summary(prompt, settings)
 
-    def schedule_summary(self, conversation: Conversation) -> None:
+    async def schedule_summary(self, conversation: Conversation) -> None:
         """Compact in the background: replies never wait for a summary."""
-        self.background.schedule_summary(conversation, self.settings_for(conversation))
+        self.background.schedule_summary(conversation, await self.settings_for(conversation))
 
     async def summarize(self, conversation: Conversation) -> Summary | None:
         """Compact now (one compaction per conversation at a time)."""
-        return await self.background.summarize(conversation, self.settings_for(conversation))
+        return await self.background.summarize(conversation, await self.settings_for(conversation))
 
     async def drain(self, *, within: float | None = None) -> None:
         """Wait up to ``within`` seconds for background summaries and embeddings (``bot
@@ -436,7 +436,7 @@ class Engine:
         self, conversation: Conversation, *, speaker: Speaker | None = None
     ) -> Preview:
         """The next prompt, as it would be if ``speaker`` wrote the next message."""
-        settings = self.settings_for(conversation)
+        settings = await self.settings_for(conversation)
         through = await self.store.last_message_id(conversation_key=conversation.key)
         limit = settings.max_context_tokens
         prompt = await self._build(conversation, settings, limit, through, speaker=speaker)
@@ -473,7 +473,7 @@ class Engine:
     async def search(self, conversation: Conversation, text: str) -> list[StoredMessage]:
         """The conversation's messages that best match ``text``, best first, as recall
         would find them for a message saying it (``/search``), whatever is in the window."""
-        settings = self.settings_for(conversation)
+        settings = await self.settings_for(conversation)
         newest = await self.store.last_message_id(conversation_key=conversation.key)
         if newest is None:
             return []

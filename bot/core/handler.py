@@ -49,6 +49,7 @@ from bot.core.models import (
 from bot.core.ports.leases import Awaiting
 from bot.core.ports.platform import Outbox, ShowsProgress
 from bot.core.ports.store import Duplicate, StorageError
+from bot.core.settings import Answering, Recording
 from bot.core.wording import counted
 
 log = logging.getLogger(__name__)
@@ -118,12 +119,10 @@ class _Keys:
 
 
 class Handler:
-    """One platform's events on the engine (``record_all``: keep messages not addressed to
-    the bot too)."""
+    """One platform's events on the engine."""
 
-    def __init__(self, *, engine: Engine, record_all: bool) -> None:
+    def __init__(self, *, engine: Engine) -> None:
         self.engine = engine
-        self.record_all = record_all
         self._followed = _Keys()
         self._seeded = _Keys()
         self._delivered = _Keys()
@@ -161,9 +160,10 @@ class Handler:
         conversation = incoming.conversation
         async with self.in_order(conversation):
             await self._seed(conversation)  # first: a thread on the bot's answer is followed
-            incoming = await self._addressed(incoming)
-            if not incoming.addressed and not self.record_all:
+            kept = await self._addressed(incoming)
+            if kept is None:
                 return None
+            incoming = kept
             accepted = await self.engine.accept(incoming)
             if accepted is None:
                 return None
@@ -240,20 +240,31 @@ class Handler:
     async def record(self, incoming: IncomingMessage) -> bool:
         """Store a message without answering it (caught up after a restart), as :meth:`take`
         would keep it; False when it is not kept or already stored."""
-        incoming = await self._addressed(incoming)
-        if not incoming.addressed and not self.record_all:
+        addressed = await self._addressed(incoming)
+        if addressed is None:
             return False
         try:
-            await self.engine.record(incoming)
+            await self.engine.record(addressed)
         except Duplicate:  # it arrived live meanwhile, or another process stored it
             return False
         return True
 
-    async def _addressed(self, incoming: IncomingMessage) -> IncomingMessage:
-        """The message, addressed when it is in a thread the bot follows."""
-        if incoming.addressed or not await self._follows(incoming.conversation):
-            return incoming
-        return replace(incoming, addressed=True)
+    async def _addressed(self, incoming: IncomingMessage) -> IncomingMessage | None:
+        """The message as the conversation's settings take it: addressed when it is to the
+        bot (or in a thread it follows) and the bot answers such messages there, or when it
+        answers every message there; None when it is not to be kept."""
+        settings = await self.engine.settings_for(incoming.conversation)
+        if settings.answer is Answering.ALL:
+            addressed = True
+        elif settings.answer is Answering.NONE:
+            addressed = False
+        else:
+            addressed = incoming.addressed or await self._follows(incoming.conversation)
+        if not addressed and settings.record is not Recording.ALL:
+            return None
+        return (
+            incoming if addressed == incoming.addressed else replace(incoming, addressed=addressed)
+        )
 
     async def _follows(self, conversation: Conversation) -> bool:
         """Whether the bot follows the thread: it answered there (or the thread's copy of its

@@ -83,7 +83,10 @@ class CommandCall:
     user_id: str
     user_name: str
     can_manage: bool = True
-    """Whether the caller may run admin commands such as ``/reset``."""
+    """Whether the caller may run admin commands such as ``/reset`` and change settings."""
+    private: bool = False
+    """A private channel or a DM: its messages reach no other channel's prompt unless an
+    admin of it opts in (``/settings share-private on``)."""
     link_to: Callable[[str], str | None] | None = field(default=None, compare=False)
     """A link to a message of the conversation, by its platform id (Slack's permalink,
     Discord's jump URL), where the platform has them."""

@@ -76,7 +76,7 @@ async def test_a_history_past_the_threshold_is_folded_as_the_bot_folds_it(
         assert sample.prompt_messages <= 2 + (600 - summary.message_count) + 1
         prompt = (await large.engine.preview(engine_speed.CHANNEL)).prompt
         assert prompt.summary is not None and prompt.summary.id == summary.id
-        settings = large.engine.settings_for(engine_speed.CHANNEL)
+        settings = await large.engine.settings_for(engine_speed.CHANNEL)
         assert not large.engine.needs_summary(prompt, settings)
 
 

@@ -220,7 +220,7 @@ async def test_a_context_length_error_naming_the_window_sizes_the_retry_to_it(
         for i in range(60):
             await app.engine.handle_message(said(f"turn {i} " + "x " * 20, addressed=False))
         reply = await app.engine.handle_message(said("last"))
-        max_reply = app.engine.settings_for(GENERAL).max_reply_tokens
+        max_reply = (await app.engine.settings_for(GENERAL)).max_reply_tokens
     assert reply is not None and reply.text == "echo: [Ana] last"
     overflowed, retried = chat_bodies(llm)[-2:]
     assert count_prompt_tokens("local-model", overflowed["messages"]) + max_reply > 1600
@@ -242,7 +242,7 @@ async def test_local_model_budget_is_calibrated_from_reported_usage(
             await app.engine.handle_message(said(f"message {i} " + "words " * 8))
         calibration = app.engine.calibrator.get("llama3.1:8b")
         assert calibration is not None and 1.45 < calibration.rates[0] < 1.6  # Latin
-        assert app.engine.budget(app.engine.settings_for(GENERAL)) < 600 / 1.5
+        assert app.engine.budget(await app.engine.settings_for(GENERAL)) < 600 / 1.5
     # After the first reply, what the server counts stays within the budget.
     for body in chat_bodies(llm)[1:]:
         reported = round(count_prompt_tokens("llama3.1:8b", body["messages"]) * 1.5)
@@ -258,7 +258,7 @@ async def test_calibration_survives_a_restart(make_config: ConfigFactory, llm: F
         calibration = app.engine.calibrator.get("local-model")
         assert calibration is not None and calibration.samples == 1
         assert calibration.rates[0] > 1.7  # from the prior's 1.0, after one small prompt
-        assert app.engine.budget(app.engine.settings_for(GENERAL)) < 8000 / 2
+        assert app.engine.budget(await app.engine.settings_for(GENERAL)) < 8000 / 2
 
 
 async def test_summaries_fold_old_turns_and_carry_facts_forward(

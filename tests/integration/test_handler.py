@@ -46,7 +46,10 @@ def said(
 
 
 async def test_only_addressed_messages_are_kept_when_the_record_setting_says_so(app: App) -> None:
-    handler = Handler(engine=app.engine, record_all=False)
+    await app.store.change_setting(
+        scope=CHANNEL.key, key="record", value="addressed", by_id="U9", by_name="Admin", at=1.0
+    )
+    handler = Handler(engine=app.engine)
     kept = Kept()
     await handler.handle(said("lunch?", message_id="1.0"), kept)
     assert await app.store.count_messages(conversation_key=CHANNEL.key) == 0
@@ -56,7 +59,7 @@ async def test_only_addressed_messages_are_kept_when_the_record_setting_says_so(
 
 
 async def test_a_thread_the_bot_answered_in_is_followed_after_a_restart_too(app: App) -> None:
-    handler, kept = Handler(engine=app.engine, record_all=True), Kept()
+    handler, kept = Handler(engine=app.engine), Kept()
     await handler.handle(said("the build is red", message_id="100.0"), kept)
     await handler.handle(said("ugh", THREAD, message_id="100.1"), kept)
     assert kept.replies == []
@@ -64,7 +67,7 @@ async def test_a_thread_the_bot_answered_in_is_followed_after_a_restart_too(app:
     await handler.handle(said("and now?", THREAD, message_id="100.3"), kept)
     await handler.handle(said("unrelated", message_id="101.0"), kept)  # the channel: not followed
     assert kept.replies == ["echo: [Ana] why?", "echo: [Ana] and now?"]
-    restarted = Handler(engine=app.engine, record_all=False)  # what it follows: from memory
+    restarted = Handler(engine=app.engine)  # what it follows: from memory
     await restarted.handle(said("still there?", THREAD, message_id="100.4"), kept)
     assert kept.replies[-1] == "echo: [Ana] still there?"
     answer = await app.store.find_message(conversation_key=THREAD.key, message_id="sent-1")
@@ -72,7 +75,7 @@ async def test_a_thread_the_bot_answered_in_is_followed_after_a_restart_too(app:
 
 
 async def test_a_thread_hanging_from_the_bots_answer_is_followed(app: App) -> None:
-    handler, kept = Handler(engine=app.engine, record_all=True), Kept()
+    handler, kept = Handler(engine=app.engine), Kept()
     await handler.handle(said("the plan is A", addressed=True, message_id="1.0"), kept)
     on_answer = replace(CHANNEL, thread="sent-1")  # the answer was sent as "sent-1"
     await handler.handle(said("why A?", on_answer, message_id="2.0"), kept)
@@ -88,7 +91,7 @@ async def test_a_thread_hanging_from_the_bots_answer_is_followed(app: App) -> No
 
 
 async def test_answers_go_out_in_the_order_their_messages_came(app: App) -> None:
-    handler, kept = Handler(engine=app.engine, record_all=True), Kept()
+    handler, kept = Handler(engine=app.engine), Kept()
     first = await handler.take(said("first", addressed=True, message_id="1.0"))
     second = await handler.take(said("second", addressed=True, message_id="1.1"))
     assert first is not None and second is not None
@@ -97,7 +100,7 @@ async def test_answers_go_out_in_the_order_their_messages_came(app: App) -> None
 
 
 async def test_a_redelivered_reaction_and_a_replayed_request_act_once(app: App) -> None:
-    handler = Handler(engine=app.engine, record_all=True)
+    handler = Handler(engine=app.engine)
     await handler.handle(said("Ana owns billing", message_id="1.0"), Kept())
     for _ in range(2):
         await handler.react(Reaction(CHANNEL, "1.0", on=True), delivery="Ev1")
@@ -107,4 +110,4 @@ async def test_a_redelivered_reaction_and_a_replayed_request_act_once(app: App) 
     found = await app.store.find_message(conversation_key=CHANNEL.key, message_id="1.0")
     assert found is not None and not found.important  # counted once, taken back once
     assert await handler.first_request("slack:trigger-1")
-    assert not await Handler(engine=app.engine, record_all=True).first_request("slack:trigger-1")
+    assert not await Handler(engine=app.engine).first_request("slack:trigger-1")

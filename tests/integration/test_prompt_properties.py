@@ -593,7 +593,7 @@ async def heads(world: World, conversation: Conversation, speaker: Speaker) -> l
     engine, store = world.app.engine, world.app.store
     pins = await store.pins(channel_key=channel_of(conversation))
     summaries: list[Summary | None] = [None]
-    settings = engine.settings_for(conversation)
+    settings = await engine.settings_for(conversation)
     if settings.uses_summary:
         summaries = [await store.latest_summary(conversation_key=conversation.key)]
     facts = await store.profile_facts(person=speaker.person)
@@ -721,7 +721,7 @@ async def summarize(world: World, action: Summarize) -> None:
     reply = await run_command(
         world.app.engine, CommandCall(conversation, "summarize", "", "u1", "Ana")
     )
-    if world.app.engine.settings_for(conversation).uses_summary:
+    if (await world.app.engine.settings_for(conversation)).uses_summary:
         # The summary model may write too long a summary (many FACT lines): refused, kept out.
         assert reply.kind is ReplyKind.INFO or "summary model failed" in reply.text, reply
     else:

@@ -85,10 +85,10 @@ async def test_a_conversation_is_answered_in_order_whichever_process_received_ea
     shown = Shown()
     async with process() as a, process() as b:
         first = asyncio.create_task(
-            Handler(engine=a.engine, record_all=True).handle(said("first question", "1.0"), shown)
+            Handler(engine=a.engine).handle(said("first question", "1.0"), shown)
         )
         await until(lambda: llm.chat_records)  # stored, and being answered by a
-        await Handler(engine=b.engine, record_all=True).handle(said("second", "1.1"), shown)
+        await Handler(engine=b.engine).handle(said("second", "1.1"), shown)
         await first
     assert shown.replies == ["the slow first answer", "echo: [Ana] second"]
 
@@ -101,7 +101,7 @@ async def test_what_a_process_left_unanswered_is_answered_by_another_once(
         assert accepted is not None  # stored; its process stops before answering it
     shown = Shown()
     async with process() as other:
-        handler = Handler(engine=other.engine, record_all=True)
+        handler = Handler(engine=other.engine)
         handler.take_over("slack", lambda conversation, question: shown)
         await until(lambda: shown.replies)
         await handler.settle()
@@ -122,7 +122,7 @@ async def test_an_answer_stored_before_its_process_went_is_shown_not_made_again(
         made = await gone.engine.answer(accepted)  # made and stored, never shown
     shown = Shown()
     async with process() as other:
-        handler = Handler(engine=other.engine, record_all=True)
+        handler = Handler(engine=other.engine)
         handler.take_over("slack", lambda conversation, question: shown)
         await until(lambda: shown.replies)
         await handler.aclose()
@@ -141,7 +141,7 @@ async def test_a_message_that_cannot_be_answered_from_here_is_given_up(process: 
         def nowhere(conversation: Conversation, item: Awaiting) -> None:
             asked.append(item.question)
 
-        handler = Handler(engine=other.engine, record_all=True)
+        handler = Handler(engine=other.engine)
         handler.take_over("slack", nowhere)
         await until(lambda: asked)
         await handler.settle()
@@ -158,13 +158,13 @@ async def test_summarize_says_when_another_process_is_making_the_summary(
             name=f"summary:{CHANNEL.key}", holder=b.engine.leases.holder, seconds=60
         )
         call = CommandCall(CHANNEL, "summarize", "", "U1", "Ana")
-        reply = await Handler(engine=a.engine, record_all=True).command(call)
+        reply = await Handler(engine=a.engine).command(call)
         assert reply.text == (
             "Another bot process is summarizing this conversation right now; "
             "try /summarize again in a minute."
         )
         await b.store.drop_lease(name=f"summary:{CHANNEL.key}", holder=b.engine.leases.holder)
-        again = await Handler(engine=a.engine, record_all=True).command(call)
+        again = await Handler(engine=a.engine).command(call)
         assert "Nothing to summarize yet" in again.text
 
 

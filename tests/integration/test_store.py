@@ -282,7 +282,7 @@ def last_prompt(llm: FakeLLM) -> list[str]:
 
 async def build_through(app: App, through_id: int) -> Prompt:
     """The prompt that answering message ``through_id`` builds."""
-    settings = app.engine.settings_for(GENERAL)
+    settings = await app.engine.settings_for(GENERAL)
     return await app.engine.assembler.build(
         settings=settings,
         conversation_key=GENERAL.key,

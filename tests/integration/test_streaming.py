@@ -68,7 +68,7 @@ async def test_text_is_shown_as_it_is_written_and_the_stored_answer_is_what_was_
     llm.script(Scripted(ANSWER, piece_delay=0.05))
     shown = Drafts()
     started = time.monotonic()
-    await Handler(engine=app.engine, record_all=True).handle(said("where is the key?"), shown)
+    await Handler(engine=app.engine).handle(said("where is the key?"), shown)
     assert shown.finished_at is not None
     first_at, first = shown.drafts[0]
     assert shown.finished_at - first_at > 0.3  # text was visible long before the end
@@ -83,7 +83,7 @@ async def test_text_is_shown_as_it_is_written_and_the_stored_answer_is_what_was_
 async def test_a_speaker_tag_the_model_copies_is_never_shown(app: App, llm: FakeLLM) -> None:
     llm.script(Scripted("[Ana] sure, it is in the vault", piece_delay=0.02))
     shown = Drafts()
-    await Handler(engine=app.engine, record_all=True).handle(said("where?"), shown)
+    await Handler(engine=app.engine).handle(said("where?"), shown)
     assert shown.drafts and not any("[Ana]" in text for _, text in shown.drafts)
     assert [r.text for r in shown.replies] == ["sure, it is in the vault"]
 
@@ -96,7 +96,7 @@ async def test_a_stream_cut_part_way_stays_shown_marked_interrupted_and_is_store
     llm_settings = {"max_retries": 0, "timeout_seconds": 1, "reply_deadline_seconds": 3}
     async with open_app(make_config(llm=llm_settings)) as app:
         shown = Drafts()
-        handler = Handler(engine=app.engine, record_all=True)
+        handler = Handler(engine=app.engine)
         await handler.handle(said("where is the key?"), shown)
         (reply,) = shown.replies
         start = " ".join(ANSWER.split()[:4])
@@ -116,7 +116,7 @@ async def test_the_deadline_covers_the_whole_stream(
     async with open_app(make_config(llm={"reply_deadline_seconds": 1})) as app:
         shown = Drafts()
         started = time.monotonic()
-        await Handler(engine=app.engine, record_all=True).handle(said("talk"), shown)
+        await Handler(engine=app.engine).handle(said("talk"), shown)
     assert time.monotonic() - started < 3
     (reply,) = shown.replies
     assert reply.text.startswith("word word") and reply.text.endswith(INTERRUPTED)
@@ -126,7 +126,7 @@ async def test_a_context_overflow_before_any_text_is_retried_smaller_and_streame
     make_config: ConfigFactory, llm: FakeLLM
 ) -> None:
     async with open_app(make_config(memory={"strategy": "full"})) as app:
-        handler = Handler(engine=app.engine, record_all=True)
+        handler = Handler(engine=app.engine)
         for i in range(10):
             await handler.handle(said(f"turn {i} " + "x " * 50), Drafts())
         llm.script(Scripted.context_length(), Scripted(ANSWER))
@@ -146,7 +146,7 @@ async def test_one_conversations_slow_stream_does_not_hold_up_anothers(
         return Scripted(ANSWER, piece_delay=0.3 if slow else 0.01)
 
     llm.responder = respond
-    handler = Handler(engine=app.engine, record_all=True)
+    handler = Handler(engine=app.engine)
     slow, fast = Drafts(), Drafts()
     slowly = asyncio.create_task(handler.handle(said("slow question"), slow))
     await asyncio.sleep(0.2)
@@ -162,7 +162,7 @@ async def test_a_streamed_answer_records_the_servers_usage_and_calibrates_from_i
     model = app.engine.chat.model
     llm.prompt_token_factor[model] = 1.25  # the server counts a quarter more than the bot
     llm.script(Scripted(ANSWER, completion_tokens=17))
-    await Handler(engine=app.engine, record_all=True).handle(said("where?"), Drafts())
+    await Handler(engine=app.engine).handle(said("where?"), Drafts())
     (usage,) = await app.store.usage(conversation_key=CHANNEL.key)
     assert (usage.completion_tokens, usage.estimated) == (17, 0)
     assert llm.chat_requests[0]["stream_options"] == {"include_usage": True}
@@ -176,7 +176,7 @@ async def test_without_usage_from_the_server_the_bots_own_count_is_kept_marked_e
     app: App, llm: FakeLLM
 ) -> None:
     llm.sends_usage = False
-    await Handler(engine=app.engine, record_all=True).handle(said("where?"), Drafts())
+    await Handler(engine=app.engine).handle(said("where?"), Drafts())
     (usage,) = await app.store.usage(conversation_key=CHANNEL.key)
     assert usage.estimated == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
     stats = await format_stats(app.engine, CHANNEL)

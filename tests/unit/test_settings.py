@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.config import Strategy, parse_config
 from bot.core.models import Conversation
-from bot.core.settings import Settings, SettingsSource
+from bot.core.settings import Answering, Recording, Settings, SettingsSource
 
 RAW = {
     "system_prompt": "Be brief.",
@@ -52,8 +52,19 @@ def test_the_settings_are_the_configs_memory_and_model_options() -> None:
     assert (summary.max_input_tokens, summary.max_tokens, summary.retry_seconds) == (6000, 500, 15)
 
 
-def test_every_conversation_gets_the_defaults_for_now() -> None:
+async def test_without_a_store_every_conversation_gets_the_configs_defaults() -> None:
     config = parse_config(RAW, env={})
-    source = SettingsSource.from_config(config)
+    source = SettingsSource(config)
     for conversation in (Conversation.console("a"), Conversation("slack", "T1", "C1", "171.2")):
-        assert source.for_conversation(conversation) == Settings.from_config(config)
+        assert await source.for_conversation(conversation) == Settings.from_config(config)
+
+
+async def test_a_platforms_section_gives_the_defaults_of_answering_and_recording() -> None:
+    raw = {**RAW, "slack": {"answer_channels": ["C9"], "record": "addressed"}}
+    source = SettingsSource(parse_config(raw, env={}))
+    everything = await source.for_conversation(Conversation("slack", "T1", "C9", "171.2"))
+    assert everything.answer is Answering.ALL and everything.record is Recording.ADDRESSED
+    usual = await source.for_conversation(Conversation("slack", "T1", "C1"))
+    assert usual.answer is Answering.MENTIONS and usual.record is Recording.ADDRESSED
+    console = await source.for_conversation(Conversation.console("a"))
+    assert console.answer is Answering.MENTIONS and console.record is Recording.ALL

@@ -132,9 +132,7 @@ async def _store(client: MemoryClient, conversation: Conversation, message: disc
     store = client.engine.store
     if await store.find_message(conversation_key=conversation.key, message_id=str(message.id)):
         return 0
-    incoming = to_incoming(
-        facts_of(message), bot_id=client.user.id, answer_channels=client.answer_channels
-    )
+    incoming = to_incoming(facts_of(message), bot_id=client.user.id)
     if incoming is None or incoming.conversation.key != conversation.key:
         return 0
     return int(await client.handler.record(incoming))

@@ -71,13 +71,12 @@ class MemoryClient(discord.Client):
         self._engine = engine
         self._settings = settings
         self._identify_interval = identify_interval
-        self._answer_channels = frozenset(settings.answer_channels)
         self._parents: dict[int, asyncio.Future[int | None]] = {}
         emoji = settings.status_reaction
         self._status = None if emoji is None else StatusReaction("discord", emoji)
         self.holds = Holds()
         """Conversations being caught up on start: their live messages wait for it."""
-        self.handler = Handler(engine=engine, record_all=settings.record == "all")
+        self.handler = Handler(engine=engine)
         self._taking = True
         self.tree = build_tree(self, CommandRunner(handler=self.handler, settings=settings))
 
@@ -89,10 +88,6 @@ class MemoryClient(discord.Client):
     @property
     def engine(self) -> Engine:
         return self._engine
-
-    @property
-    def answer_channels(self) -> frozenset[int]:
-        return self._answer_channels
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Wait between one connection's IDENTIFY and the next (a later shard, a reconnect):
@@ -155,7 +150,7 @@ class MemoryClient(discord.Client):
         if facts.parent_id is None:
             parent = await self._parent(facts.guild_id, facts.channel_id, message.channel)
             facts = dataclasses.replace(facts, parent_id=parent)
-        return to_incoming(facts, bot_id=self.user.id, answer_channels=self._answer_channels)
+        return to_incoming(facts, bot_id=self.user.id)
 
     def outbox_for(self, conversation: Conversation, item: Awaiting) -> DiscordOutbox | None:
         """Where the answer to a stored message goes, for one another process received (a

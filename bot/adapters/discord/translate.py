@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -66,16 +66,14 @@ def is_pushpin(emoji_name: str | None) -> bool:
     return emoji_name == PUSHPIN
 
 
-def is_addressed(facts: MessageFacts, *, bot_id: int, answer_channels: Collection[int]) -> bool:
-    """A DM, a mention (of the bot, or of its own role: Discord offers both for its name), a
-    reply to the bot, or any message in a channel it answers."""
+def is_addressed(facts: MessageFacts, *, bot_id: int) -> bool:
+    """A DM, a mention (of the bot, or of its own role: Discord offers both for its name), or
+    a reply to the bot (the core's handler adds the channels that answer every message)."""
     return (
         facts.guild_id is None
         or bot_id in facts.mentions
         or (facts.own_role_id is not None and facts.own_role_id in facts.role_mentions)
         or facts.reply_to_author_id == bot_id
-        or facts.channel_id in answer_channels
-        or (facts.parent_id is not None and facts.parent_id in answer_channels)
     )
 
 
@@ -92,9 +90,7 @@ def prompt_text(
     return named_mentions(text, names, USER_MENTION).strip()
 
 
-def to_incoming(
-    facts: MessageFacts, *, bot_id: int, answer_channels: Collection[int] = ()
-) -> IncomingMessage | None:
+def to_incoming(facts: MessageFacts, *, bot_id: int) -> IncomingMessage | None:
     """The core's message, or None for what is not user input (bots, system messages)."""
     if facts.author_is_bot or not facts.is_user_message:
         return None
@@ -107,7 +103,7 @@ def to_incoming(
         text=prompt_text(
             facts.content, facts.mentions, bot_id=bot_id, own_role_id=facts.own_role_id
         ),
-        addressed=is_addressed(facts, bot_id=bot_id, answer_channels=answer_channels),
+        addressed=is_addressed(facts, bot_id=bot_id),
         message_id=str(facts.message_id),
         sent_at=facts.sent_at,
     )

@@ -43,7 +43,7 @@ from bot.adapters.slack.translate import (
     to_reaction,
 )
 from bot.adapters.status import StatusReaction
-from bot.config import SlackConfig, SlackRecord
+from bot.config import SlackConfig
 from bot.core.commands import COMMANDS
 from bot.core.engine import Engine
 from bot.core.handler import GRACE_SECONDS, Handler, Turn
@@ -104,11 +104,9 @@ class Listeners:
     ) -> None:
         self.engine = engine
         self.client = client
-        # Translation keeps every message; the handler keeps what the record setting asks.
-        self.policy = Policy(
-            bot_user_id=identity.user_id, answer_channels=frozenset(settings.answer_channels)
-        )
-        self.handler = Handler(engine=engine, record_all=settings.record is SlackRecord.ALL)
+        # Translation keeps every message; the handler keeps what the channel's settings ask.
+        self.policy = Policy(bot_user_id=identity.user_id)
+        self.handler = Handler(engine=engine)
         self.names = Names(
             client=client, engine=engine, bot_user_id=identity.user_id, track=self.handler.track
         )

@@ -37,7 +37,6 @@ class Policy:
     """What the adapter takes as addressed to the bot, from the ``slack`` config section."""
 
     bot_user_id: str
-    answer_channels: Collection[str] = ()
 
 
 def conversation_for(
@@ -125,9 +124,9 @@ def to_incoming(
     """A ``message`` event callback as the core sees it; None when it is not a person's new
     message.
 
-    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's, any
-    message in a channel of ``policy.answer_channels`` (the core's handler adds the threads
-    the bot follows, and keeps to the record setting).
+    Addressed: a DM, a mention of the bot, a reply in a thread whose root is the bot's (the
+    core's handler adds the threads the bot follows, and keeps to the channel's settings:
+    answering every message, or none, and recording).
     """
     event = message_event(body)
     if event is None or not is_user_message(event):
@@ -139,12 +138,7 @@ def to_incoming(
     bot = policy.bot_user_id
     conversation = conversation_for(_team(body), channel, ts, event.get("thread_ts"))
     in_bots_thread = conversation.thread is not None and event.get("parent_user_id") == bot
-    addressed = (
-        event.get("channel_type") == "im"
-        or bot in mentions(text)
-        or in_bots_thread
-        or channel in policy.answer_channels
-    )
+    addressed = event.get("channel_type") == "im" or bot in mentions(text) or in_bots_thread
     return IncomingMessage(
         conversation=conversation,
         author_id=user,

@@ -148,7 +148,7 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
             sent_at=datetime.fromtimestamp(engine.clock(), UTC),
         )
     )
-    settings = engine.settings_for(CHANNEL)
+    settings = await engine.settings_for(CHANNEL)
     limit = settings.max_context_tokens
     try:
         for attempt in range(2):  # as the engine answers: once more after an overflow

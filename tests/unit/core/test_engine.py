@@ -142,7 +142,7 @@ async def test_a_foreign_models_budget_is_calibrated_from_its_reported_usage() -
         for i in range(5):
             await core.engine.handle_message(said(f"message {i}"))
         calibration = core.engine.calibrator.get("local-model")
-        budget = core.engine.budget(core.engine.settings_for(GENERAL))
+        budget = core.engine.budget(await core.engine.settings_for(GENERAL))
         saved = list(await core.store.calibration_samples())
     assert calibration is not None and calibration.rates[0] > 1.9
     assert budget < 8000 / 2

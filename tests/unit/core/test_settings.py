@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.config import Strategy
+from bot.core.commands import run_command
 from bot.core.engine import Engine
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
-from bot.core.models import Conversation, IncomingMessage, Person
+from bot.core.models import CommandCall, Conversation, IncomingMessage, Person
 from bot.core.prompt.assembler import Speaker
 from bot.core.prompt.layout import Prompt
-from bot.core.settings import Settings, SettingsSource
+from bot.core.settings import Settings
 from tests.support.core import running_core, unit_config
 
 GENERAL = Conversation.console("general")
@@ -42,7 +43,7 @@ async def test_one_stored_conversation_built_with_two_settings_gives_two_prompts
         for i in range(6):
             await engine.handle_message(said(f"message number {i}"))
         last = await engine.record(said("and the last one"), embed=False)
-        defaults = engine.settings_for(GENERAL)
+        defaults = await engine.settings_for(GENERAL)
         pirate = replace(defaults, system_prompt=PIRATE, strategy=Strategy.WINDOW, window_turns=2)
 
         usual = await build(engine, defaults, last.id)
@@ -65,22 +66,18 @@ async def test_one_stored_conversation_built_with_two_settings_gives_two_prompts
     assert other.messages[-1]["content"].endswith("and the last one")
 
 
-class _PerChannel(SettingsSource):
-    """Another system prompt in #random, the defaults elsewhere."""
-
-    def for_conversation(self, conversation: Conversation) -> Settings:
-        settings = super().for_conversation(conversation)
-        if conversation.channel_key == RANDOM.channel_key:
-            return replace(settings, system_prompt=PIRATE)
-        return settings
+def setting(name: str, value: str, where: Conversation = RANDOM) -> CommandCall:
+    return CommandCall(where, "settings", f"{name} {value}", "ana", "Ana", can_manage=True)
 
 
 async def test_each_turn_is_built_with_its_conversations_settings() -> None:
     async with running_core(unit_config()) as core:
         engine = core.engine
-        engine.settings = _PerChannel(engine.settings_for(GENERAL))
         await engine.handle_message(said("hello general"))
+        changed = await run_command(engine, setting("persona", PIRATE))
+        assert "takes effect on the next message" in changed.text
         await engine.handle_message(said("hello random", where=RANDOM))
         await engine.handle_message(said("hello again"))
+        await engine.handle_message(said("and you, pirate?", where=RANDOM))
     systems = [messages[0]["content"] for messages in core.model.chats()]
-    assert [text.startswith(PIRATE) for text in systems] == [False, True, False]
+    assert [text.startswith(PIRATE) for text in systems] == [False, True, False, True]

@@ -33,7 +33,7 @@ def test_a_channel_message_is_recorded_but_not_addressed() -> None:
     assert not incoming.addressed
 
 
-def test_mentions_replies_dms_and_answer_channels_are_addressed() -> None:
+def test_mentions_replies_and_dms_are_addressed() -> None:
     mentioned = replace(PLAIN, content=f"<@{BOT}> hi <@!8>", mentions={BOT: "Bot", 8: "Bo"})
     incoming = to_incoming(mentioned, bot_id=BOT)
     assert incoming is not None and incoming.addressed
@@ -43,16 +43,14 @@ def test_mentions_replies_dms_and_answer_channels_are_addressed() -> None:
     dm = to_incoming(replace(PLAIN, guild_id=None), bot_id=BOT)
     assert dm is not None and dm.addressed
     assert dm.conversation.key == "discord:dm:10"
-    everywhere = to_incoming(PLAIN, bot_id=BOT, answer_channels={10})
-    assert everywhere is not None and everywhere.addressed
-    other = to_incoming(replace(PLAIN, reply_to_author_id=8), bot_id=BOT, answer_channels={11})
+    other = to_incoming(replace(PLAIN, reply_to_author_id=8), bot_id=BOT)
     assert other is not None and not other.addressed
 
 
 def test_a_thread_is_its_own_conversation_under_its_channel() -> None:
     thread = replace(PLAIN, channel_id=77, parent_id=10)
-    incoming = to_incoming(thread, bot_id=BOT, answer_channels={10})
-    assert incoming is not None and incoming.addressed
+    incoming = to_incoming(thread, bot_id=BOT)
+    assert incoming is not None
     assert incoming.conversation.key == "discord:5:10:77"
     assert incoming.conversation.channel_key == "discord:5:10"
     assert conversation_for(guild_id=5, channel_id=77, parent_id=10) == incoming.conversation

@@ -20,7 +20,7 @@ from bot.adapters.slack.translate import (
 from bot.core.models import Conversation
 
 BOT = "UBOT"
-POLICY = Policy(bot_user_id=BOT, answer_channels={"CALL"})
+POLICY = Policy(bot_user_id=BOT)
 NAMES = {"U1": "Ana", "U2": "Bo"}
 
 
@@ -47,11 +47,12 @@ def test_plain_channel_chatter_is_taken_unaddressed() -> None:
     assert incoming is not None and not incoming.addressed
 
 
-def test_dms_answer_all_channels_and_replies_in_the_bots_threads_are_addressed() -> None:
+def test_dms_mentions_and_replies_in_the_bots_threads_are_addressed() -> None:
     dm = to_incoming(event("hi", channel="D1", channel_type="im"), policy=POLICY, names=NAMES)
     assert dm is not None and dm.addressed
-    everything = to_incoming(event("hi", channel="CALL"), policy=POLICY, names=NAMES)
-    assert everything is not None and everything.addressed
+    # A channel that answers everything is the channel's setting, the handler's rule.
+    plain = to_incoming(event("hi", channel="CALL"), policy=POLICY, names=NAMES)
+    assert plain is not None and not plain.addressed
     reply = event("and then?", ts="101.5", thread_ts="100.0", parent_user_id=BOT)
     in_thread = to_incoming(reply, policy=POLICY, names=NAMES)
     assert in_thread is not None and in_thread.addressed

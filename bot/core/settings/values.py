@@ -1,19 +1,36 @@
-"""The settings one conversation's turns and commands use, resolved per conversation.
+"""The settings one conversation's turns and commands use: one frozen value.
 
 Everything a turn reads from the memory and model sections of the config (the system prompt,
-the strategy, the budget, recall and summary options) is one frozen :class:`Settings` value,
-asked for at the start of each turn or command and passed down with it; no part of the core
-keeps these in a constructor. :class:`SettingsSource` is the one place that decides them: today
-every conversation gets the config's defaults; per-channel overrides belong in
-:meth:`SettingsSource.for_conversation`.
+the models, the strategy, the budget, recall and summary options) and whether the bot answers
+and records there, asked for at the start of each turn or command and passed down with it; no
+part of the core keeps these in a constructor.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from bot.config import Config, Strategy
-from bot.core.models import Conversation
+
+
+class Answering(StrEnum):
+    """Which messages of a conversation the bot answers."""
+
+    MENTIONS = "mentions"
+    """What is addressed to it: DMs, mentions, replies to it, threads it answers in."""
+    ALL = "all"
+    """Every message."""
+    NONE = "none"
+    """Nothing: it listens (and records, as ``record`` says)."""
+
+
+class Recording(StrEnum):
+    """Which messages of a conversation the bot keeps."""
+
+    ALL = "all"
+    ADDRESSED = "addressed"
+    """Only what it answers, and its answers."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +74,8 @@ class Settings:
     """What one conversation's turns and commands are built with."""
 
     system_prompt: str
+    chat_model: str
+    summary_model: str
     strategy: Strategy
     max_context_tokens: int
     """The budget before calibration."""
@@ -72,12 +91,22 @@ class Settings:
     """The most tokens the speaker's profile may take (0: profiles off)."""
     recall: RecallSettings
     summary: SummarySettings
+    answer: Answering = Answering.MENTIONS
+    record: Recording = Recording.ALL
+    memory_group: str | None = None
+    """The memory group whose channels' messages recall also searches (None: its own)."""
+    share_private: bool = False
+    """A private channel or DM lets its memory group find its messages."""
+    summaries: bool = True
+    """Off: no summary is made (the summary and hybrid strategies drop the oldest turns)."""
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
         memory, llm = config.memory, config.llm
         return cls(
             system_prompt=config.system_prompt,
+            chat_model=llm.chat_model,
+            summary_model=llm.summary_model,
             strategy=memory.strategy,
             max_context_tokens=memory.max_context_tokens,
             max_reply_tokens=llm.max_reply_tokens,
@@ -105,25 +134,9 @@ class Settings:
 
     @property
     def uses_summary(self) -> bool:
-        return self.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
+        return self.summaries and self.strategy in (Strategy.SUMMARY, Strategy.HYBRID)
 
     @property
     def max_turns(self) -> int | None:
         """The most turns a prompt holds (None: as many as fit)."""
         return self.window_turns if self.strategy is Strategy.WINDOW else None
-
-
-class SettingsSource:
-    """Decides the settings of each conversation."""
-
-    def __init__(self, defaults: Settings) -> None:
-        self._defaults = defaults
-
-    @classmethod
-    def from_config(cls, config: Config) -> SettingsSource:
-        return cls(Settings.from_config(config))
-
-    def for_conversation(self, conversation: Conversation) -> Settings:
-        """The settings for ``conversation``: the config's defaults (overrides per channel
-        are to be looked up here)."""
-        return self._defaults
