@@ -17,6 +17,7 @@ from bot.commands_cli.evaluate import add_parsers as add_eval_parser
 from bot.commands_cli.evaluate import evaluate
 from bot.commands_cli.migrate import add_parser as add_migrate_parser
 from bot.commands_cli.migrate import migrate_store
+from bot.commands_cli.settings import add_parser as add_settings_parser
 from bot.config import (
     Config,
     ConfigError,
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         help="ask the running bot's /healthz (exit 0 when healthy or no http.port is set)",
     )
     conversations.add_reset_parser(commands, common)
+    add_settings_parser(commands, common)
     add_eval_parser(commands, common)
     return parser
 
@@ -222,6 +224,10 @@ async def _dispatch(args: argparse.Namespace, config: Config, path: Path) -> int
             return EXIT_OK if ok else EXIT_FAILED
         if args.command == "stats":
             return await conversations.stats(app, args.channel)
+        if args.command == "settings":
+            from bot.commands_cli.settings import settings
+
+            return await settings(app, args)
     raise AssertionError(args.command)
 
 

@@ -34,7 +34,7 @@ def add_reset_parser(commands: Commands, common: argparse.ArgumentParser) -> Non
     )
 
 
-def _conversation(value: str) -> Conversation:
+def conversation_of(value: str) -> Conversation:
     """A console channel name, or a conversation key such as ``slack:T1:C1``."""
     try:
         value.encode("utf-8")
@@ -67,7 +67,7 @@ async def known_conversation(
     """``--channel``'s conversation when the database holds it (``channel``: or any thread
     of it); else None, the refusal printed."""
     try:
-        conversation = _conversation(value)
+        conversation = conversation_of(value)
     except ValueError as exc:
         print(f"bot {command}: --channel: {exc}", file=sys.stderr)
         return None
