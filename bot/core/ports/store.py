@@ -5,7 +5,8 @@ what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token
 tokenizer calibrations, ``AdminStore`` what operators do to a whole database (backup,
 export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
 database coordinate by: leases on work only one of them may do at a time, and the messages
-awaiting an answer. ``Store`` is all five. Every method takes keyword-only, plain arguments.
+awaiting an answer, and ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per
+channel. ``Store`` is all six. Every method takes keyword-only, plain arguments.
 Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
 an in-memory store (``bot.store.memory``).
 """
@@ -28,6 +29,7 @@ from bot.core.models import (
     Summary,
 )
 from bot.core.ports.leases import LeaseStore
+from bot.core.ports.settings import SettingsStore
 
 
 class StorageError(Exception):
@@ -480,5 +482,7 @@ class AdminStore(Protocol):
     async def close(self) -> None: ...
 
 
-class Store(MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, Protocol):
+class Store(
+    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Protocol
+):
     """All of the store."""

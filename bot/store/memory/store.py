@@ -26,9 +26,10 @@ from bot.core.ports.store import (
 from bot.store.memory.archive import export_records, import_records, write_backup
 from bot.store.memory.leases import Leases
 from bot.store.memory.messages import Messages
+from bot.store.memory.settings import Settings
 
 
-class MemoryStore(Messages, Leases):
+class MemoryStore(Messages, Leases, Settings):
     """Implements :class:`bot.core.ports.store.Store` in memory."""
 
     # -- pins, profiles, summaries -------------------------------------------------------

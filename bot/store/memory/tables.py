@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage, Summary
+from bot.core.ports.settings import SettingChange
 from bot.core.ports.store import CalibrationSample
 
 
@@ -86,6 +87,8 @@ class Tables:
         self.lease_rows: dict[str, tuple[str, float]] = {}  # name: holder, runs until
         self.awaiting: dict[int, AwaitingRow] = {}  # message id: ...
         self._last_ids: dict[str, int] = {}  # per table: the last id given
+        self.setting_rows: dict[str, dict[str, str]] = {}  # scope: key: value
+        self.setting_log: list[SettingChange] = []  # oldest first
 
     def next_id(self, name: str, table: dict[int, Any]) -> int:
         """A new id for the table ``name``, past every one it held so far (never used twice,
