@@ -467,8 +467,8 @@ class AdminStore(Protocol):
         ...
 
     async def known_keys(self) -> set[str]:
-        """Every conversation's key, and the channel of every pin (a channel may hold only
-        pins)."""
+        """Every conversation's key, the channel of every pin and every scope with settings
+        or setting changes (a channel may hold only those)."""
         ...
 
     async def get_meta(self, *, key: str) -> str | None: ...
@@ -482,7 +482,5 @@ class AdminStore(Protocol):
     async def close(self) -> None: ...
 
 
-class Store(
-    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Protocol
-):
+class Store(MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Protocol):
     """All of the store."""
