@@ -14,7 +14,7 @@ from bot.core.memory.terms import document_terms, query_terms
 from bot.core.models import Conversation, Role
 from bot.core.ports.settings import SettingChange
 from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, StorageError
-from bot.store.archive import BackupError
+from bot.store.backup import BackupError
 from bot.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.store import PostgresStore
 

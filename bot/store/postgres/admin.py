@@ -15,6 +15,7 @@ from typing import Any
 from bot.core.models import Role, render_content
 from bot.core.ports.store import ConversationInfo
 from bot.store import archive
+from bot.store.backup import BackupError
 from bot.store.postgres import records, schema
 from bot.store.postgres.connection import Connection, text
 
@@ -86,7 +87,7 @@ class Admin(Connection):
     async def backup(
         self, *, target: Path, pages: Callable[[int, int], None] = lambda done, total: None
     ) -> None:
-        raise archive.BackupError(
+        raise BackupError(
             f"{self.path} is a PostgreSQL database: back it up with PostgreSQL's own tools"
             f" (pg_dump -Fc -f {target} <database url>), or export it with `bot export`"
         )

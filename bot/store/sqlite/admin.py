@@ -12,6 +12,7 @@ from typing import Any
 from bot.core.models import Role, render_content
 from bot.core.ports.store import ConversationInfo
 from bot.store import archive
+from bot.store import backup as backups
 from bot.store.sqlite import search
 from bot.store.sqlite.connection import Connection
 
@@ -115,7 +116,7 @@ class Admin(Connection):
         """A consistent copy of the database at ``target``, taken while the bot runs;
         ``pages``: copied and total, after each step."""
         async with self._write_lock:
-            await archive.backup(self._db, target, pages)
+            await backups.backup(self._db, target, pages)
 
     async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
         """One channel's conversations, messages, pins and summaries, and its people's

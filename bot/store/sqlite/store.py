@@ -18,7 +18,7 @@ import aiosqlite
 
 from bot.core.models import Conversation
 from bot.core.ports.store import StorageError
-from bot.store import archive
+from bot.store.backup import os_reason
 from bot.store.sqlite import schema, search
 from bot.store.sqlite.admin import Admin, file_id
 from bot.store.sqlite.leases import Leases
@@ -60,7 +60,7 @@ class SqliteStore(
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise DatabaseError(
-                    f"cannot open database {path}: {archive.os_reason(exc, Path(path).parent)}"
+                    f"cannot open database {path}: {os_reason(exc, Path(path).parent)}"
                 ) from exc
         try:
             # Refusals come from here: aiosqlite's thread outlives a failed connect.
