@@ -12,6 +12,7 @@ import pytest
 
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
+from bot.core.ports.settings import SettingChange
 from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, Store, UsageTotals
 from bot.store.archive import ArchiveError
 from tests.support.stores import KIND_PARAMS, StoreKind, opened_store
@@ -489,6 +490,12 @@ async def test_an_export_is_imported_whole_into_either_store(
     )
     await store.save_summary(summary=summary_of("s"), generation=0, previous_id=None)
     await store.add_profile_fact(person=ANA, text="likes tea", tokens=2, source=FactSource.USER)
+    await change(store, GENERAL.key, "model", "gpt-4o")
+    await change(store, GENERAL.key, "recall", "off")
+    await change(store, GENERAL.key, "recall", None)  # only its changes are left
+    await change(store, THREAD.key, "model", "llama3", by="U2", at=2.0)
+    await change(store, RANDOM.key, "model", "elsewhere")
+    await change(store, "slack:T1:C10", "model", "elsewhere")  # its key starts as C1's does
     channel = await store.export_records(channel_key=GENERAL.channel_key)
     assert {r["type"] for r in channel} == {
         "conversation",
@@ -496,17 +503,69 @@ async def test_an_export_is_imported_whole_into_either_store(
         "pin",
         "summary",
         "profile_fact",
+        "setting",
+        "setting_change",
     }
     assert "elsewhere" not in json.dumps(channel)
+    assert sorted((r["scope"], r["key"]) for r in channel if r["type"] == "setting") == [
+        (GENERAL.key, "model"),
+        (THREAD.key, "model"),
+    ]
+    assert sum(r["type"] == "setting_change" for r in channel) == 4
     everything = await store.export_records(channel_key=None)
+    scopes = [GENERAL.key, THREAD.key, RANDOM.key, "slack:T1:C10"]
     (tmp_path / "there").mkdir()
     async with opened_store(target, tmp_path / "there", request) as there:
         imported = await there.import_records(records=everything)
         assert imported.records == len(everything)
         assert _sorted(await there.export_records(channel_key=None)) == _sorted(everything)
+        assert await there.settings_of(scopes=scopes) == await store.settings_of(scopes=scopes)
+        for scope in scopes:
+            assert await there.setting_changes(
+                scope=scope, limit=10
+            ) == await store.setting_changes(scope=scope, limit=10)
+        # New changes take ids past the imported ones: they are the newest.
+        await change(there, GENERAL.key, "model", "newer", at=0.5)
+        assert (await there.setting_changes(scope=GENERAL.key, limit=1))[0].new == "newer"
         with pytest.raises(ArchiveError, match="nothing imported"):
             await there.import_records(records=channel)
         assert (await there.usage(conversation_key=GENERAL.key)) == []
+
+
+async def test_an_import_skips_the_settings_already_here_and_refuses_others(
+    store: Store, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    await add(store, "hello")
+    await change(store, GENERAL.key, "model", "a")
+    await change(store, GENERAL.key, "model", "b", at=2.0)
+    await change(store, THREAD.key, "recall", "off")
+    exported = await store.export_records(channel_key=GENERAL.channel_key)
+    settings = sum(r["type"] in ("setting", "setting_change") for r in exported)
+    assert settings == 5
+    # Restoring the channel after a reset, which kept its settings: they are skipped.
+    await store.reset(conversation=GENERAL, include_pins=True)
+    imported = await store.import_records(records=exported)
+    assert (imported.records, imported.known_settings) == (len(exported) - settings, settings)
+    assert await store.count_messages(conversation_key=GENERAL.key) == 1
+    assert len(await store.setting_changes(scope=GENERAL.key, limit=10)) == 2
+    # Settings changed here since the export: refused, nothing written.
+    await store.reset(conversation=GENERAL, include_pins=True)
+    await change(store, THREAD.key, "model", "c", by="U2", at=3.0)
+    with pytest.raises(ArchiveError) as refused:
+        await store.import_records(records=exported)
+    assert str(refused.value) == (
+        f'{THREAD.key} has other settings here (model: "c" here, not set in the file);'
+        " nothing imported (change them here to the file's with /settings, or import into"
+        " another database)"
+    )
+    assert await store.count_messages(conversation_key=GENERAL.key) == 0
+    # A change whose id is another change's in the database imported into: refused.
+    (tmp_path / "there").mkdir()
+    async with opened_store("sqlite", tmp_path / "there", request) as there:
+        await change(there, RANDOM.key, "model", "x")
+        with pytest.raises(ArchiveError, match=r"setting_change 1 is another change here \("):
+            await there.import_records(records=exported)
+        assert await there.settings_of(scopes=[GENERAL.key, THREAD.key]) == {}
 
 
 async def test_term_counts_leave_other_conversations_out(store: Store) -> None:
@@ -575,6 +634,102 @@ async def test_term_counts_follow_edits_deletions_and_resets(store: Store) -> No
     }
     await store.reset(conversation=GENERAL, include_pins=False)
     assert await store.term_counts(conversation_key=key, terms=["apple"]) == {"apple": 0}
+
+
+# -- settings set per channel or thread ------------------------------------------------------
+
+NAMES = {"U1": "Ana", "U2": "Bo"}
+
+
+async def change(
+    store: Store, scope: str, key: str, value: str | None, *, by: str = "U1", at: float = 1.0
+) -> SettingChange:
+    return await store.change_setting(
+        scope=scope, key=key, value=value, by_id=by, by_name=NAMES[by], at=at
+    )
+
+
+async def test_settings_are_kept_per_scope_until_cleared(store: Store) -> None:
+    channel, thread = GENERAL.key, THREAD.key
+    made = await change(store, channel, "model", "gpt-4o")
+    assert made == SettingChange(channel, "model", None, "gpt-4o", "U1", "Ana", 1.0)
+    await change(store, channel, "recall", "off")
+    await change(store, thread, "model", "llama3")
+    assert await store.settings_of(scopes=[channel, thread, RANDOM.key]) == {
+        channel: {"model": "gpt-4o", "recall": "off"},
+        thread: {"model": "llama3"},
+    }
+    assert await store.settings_of(scopes=[thread]) == {thread: {"model": "llama3"}}
+    assert await store.settings_of(scopes=[]) == {}
+    replaced = await change(store, channel, "model", "gpt-4.1", by="U2", at=2.0)
+    assert (replaced.old, replaced.new, replaced.by_name) == ("gpt-4o", "gpt-4.1", "Bo")
+    cleared = await change(store, channel, "recall", None, at=3.0)
+    assert (cleared.old, cleared.new) == ("off", None)
+    await change(store, thread, "model", None)
+    assert await store.settings_of(scopes=[channel, thread]) == {channel: {"model": "gpt-4.1"}}
+
+
+async def test_each_change_is_logged_newest_first_and_one_that_changes_nothing_is_not(
+    store: Store,
+) -> None:
+    scope = GENERAL.key
+    await change(store, scope, "model", "a", at=1.0)
+    same = await change(store, scope, "model", "a", by="U2", at=2.0)
+    assert (same.old, same.new) == ("a", "a")
+    unset = await change(store, scope, "recall", None, at=3.0)  # clearing what is not set
+    assert (unset.old, unset.new) == (None, None)
+    await change(store, scope, "model", "b", by="U2", at=4.0)
+    await change(store, THREAD.key, "model", "c", at=5.0)  # the thread's own
+    await change(store, scope, "model", None, at=6.0)
+    assert list(await store.setting_changes(scope=scope, limit=10)) == [
+        SettingChange(scope, "model", "b", None, "U1", "Ana", 6.0),
+        SettingChange(scope, "model", "a", "b", "U2", "Bo", 4.0),
+        SettingChange(scope, "model", None, "a", "U1", "Ana", 1.0),
+    ]
+    assert [c.at for c in await store.setting_changes(scope=scope, limit=2)] == [6.0, 4.0]
+    assert [c.new for c in await store.setting_changes(scope=THREAD.key, limit=10)] == ["c"]
+    assert await store.setting_changes(scope=RANDOM.key, limit=10) == []
+
+
+async def test_scopes_are_found_by_a_setting_within_a_prefix_in_code_point_order(
+    store: Store,
+) -> None:
+    for scope in (
+        "slack:T1:C1",
+        "slack:T1:C1:5.0",
+        "slack:T1:a1",
+        "slack:T1:B1",
+        "slack:T10:C1",  # another workspace, its name starting as T1's does
+        "slack:TX:C1",  # what a LIKE pattern's _ would match
+        "discord:T1:C1",
+    ):
+        await change(store, scope, "memory_group", "ops")
+    await change(store, "slack:T1:C2", "memory_group", "dev")
+    await change(store, "slack:T1:C3", "model", "ops")  # the value, under another key
+    await change(store, "slack:T1:C4", "memory_group", "ops")
+    await change(store, "slack:T1:C4", "memory_group", None)
+    group = {"key": "memory_group", "value": "ops"}
+    assert await store.scopes_where(prefix="slack:T1:", **group) == [
+        "slack:T1:B1",
+        "slack:T1:C1",
+        "slack:T1:C1:5.0",
+        "slack:T1:a1",
+    ]
+    assert await store.scopes_where(prefix="slack:T_:", **group) == []
+    assert await store.scopes_where(prefix="slack:T%", **group) == []
+    assert await store.scopes_where(prefix="", key="memory_group", value="dev") == ["slack:T1:C2"]
+
+
+async def test_settings_outlast_a_reset_and_their_scopes_are_known(store: Store) -> None:
+    await add(store, "hello")
+    await change(store, GENERAL.key, "model", "a")
+    await change(store, "slack:T1:C7", "model", "b")  # a channel holding only a setting
+    await change(store, "slack:T1:C8", "model", "c")
+    await change(store, "slack:T1:C8", "model", None)  # only a change
+    assert await store.reset(conversation=GENERAL, include_pins=True) == 1
+    assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "a"}}
+    assert len(await store.setting_changes(scope=GENERAL.key, limit=10)) == 1
+    assert await store.known_keys() == {GENERAL.key, "slack:T1:C7", "slack:T1:C8"}
 
 
 # -- leases and the messages awaiting an answer ----------------------------------------------
