@@ -99,6 +99,8 @@ class SettingsSource:
             for name in keys.BY_NAME
         }
         settings = keys.apply(defaults, values, self.config)
+        # A parent's value the thread overrides anyway is not worth telling.
+        refused = {name: r for name, r in refused.items() if name not in valid_own}
         return Resolved(settings, origins, dict(own), refused)
 
     def _allowed(

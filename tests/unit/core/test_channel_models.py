@@ -20,6 +20,7 @@ from tests.support.core import running_core, unit_config
 CHANNEL = Conversation("slack", "T1", "C1")
 NEIGHBOUR = Conversation("slack", "T1", "C2")
 THREAD = replace(CHANNEL, thread="100.0")
+NEIGHBOURS_THREAD = replace(NEIGHBOUR, thread="200.0")
 
 
 def allowing(**llm: object) -> Config:
@@ -175,10 +176,17 @@ async def test_a_model_refused_in_a_thread_leaves_its_channels_choice_in_force()
         await command(core.engine, "settings", "model big-model")
         await command(core.engine, "settings", "model old-model", where=THREAD)
         assert (await core.engine.settings_for(THREAD)).chat_model == "old-model"
+        await command(core.engine, "settings", "model old-model", where=NEIGHBOUR)
+        await command(core.engine, "settings", "model big-model", where=NEIGHBOURS_THREAD)
     async with running_core(allowing(), store=store) as core:
         settings = await core.engine.settings_for(THREAD)
         shown = (await command(core.engine, "settings", where=THREAD)).text
         reset = await command(core.engine, "settings", "reset model", where=THREAD)
+        overridden = (await command(core.engine, "settings", where=NEIGHBOURS_THREAD)).text
+        neighbour = (await command(core.engine, "settings", where=NEIGHBOUR)).text
     assert settings.chat_model == "big-model"
     assert "• model: big-model (the channel (thread's parent)) — old-model (this thread)" in shown
     assert reset.text.startswith("Back to the defaults in slack:T1:C1:100.0: model big-model")
+    # The thread's own model is in force: its channel's refused one is not worth telling there.
+    assert "• model: big-model (this thread)\n" in overridden
+    assert "• model: gpt-4o-mini (config: llm.chat_model) — old-model (this channel)" in neighbour
