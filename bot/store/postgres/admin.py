@@ -31,7 +31,10 @@ class Admin(Connection):
         return [ConversationInfo(str(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4]) for r in rows]
 
     async def known_keys(self) -> set[str]:
-        rows = await self._rows("SELECT key FROM conversations UNION SELECT channel_key FROM pins")
+        rows = await self._rows(
+            "SELECT key FROM conversations UNION SELECT channel_key FROM pins"
+            " UNION SELECT scope FROM settings UNION SELECT scope FROM setting_changes"
+        )
         return {str(row[0]) for row in rows}
 
     async def claim_request(self, *, request_id: str, keep_seconds: float) -> bool:

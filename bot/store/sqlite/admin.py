@@ -54,9 +54,12 @@ class Admin(Connection):
         return [ConversationInfo(*row) for row in rows]
 
     async def known_keys(self) -> set[str]:
-        """Every conversation's key, and the channel of every pin (a channel may hold only
-        pins)."""
-        rows = await self._rows("SELECT key FROM conversations UNION SELECT channel_key FROM pins")
+        """Every conversation's key, the channel of every pin and every scope with settings
+        or changes (a channel may hold only those)."""
+        rows = await self._rows(
+            "SELECT key FROM conversations UNION SELECT channel_key FROM pins"
+            " UNION SELECT scope FROM settings UNION SELECT scope FROM setting_changes"
+        )
         return {str(row[0]) for row in rows}
 
     async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
