@@ -6,6 +6,7 @@ what the next prompt, answer and restart make of a change."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -289,3 +290,18 @@ async def test_a_form_slack_will_not_open_is_told_to_the_admin(
     told = slack.last_response()
     assert told["response_type"] == "ephemeral"
     assert "Slack would not open the persona form (expired_trigger_id)" in told["text"]
+
+
+async def test_a_submission_is_answered_within_slacks_three_seconds_even_when_slow(
+    slack: Slack, fake_slack: FakeSlack, bot_app: App
+) -> None:
+    await slack.command("settings", "persona", user=ADMIN)
+    fake_slack.slow["conversations.info"] = 4.0
+    started = time.monotonic()
+    status, body = await slack.interact(
+        fake_slack.submission(fake_slack.views()[-1], ADMIN, {"persona": PIRATE})
+    )
+    assert status == 200 and time.monotonic() - started < 3.0
+    assert "took too long" in json.loads(body)["errors"]["persona"]
+    resolved = await bot_app.engine.settings.resolve(C1)
+    assert resolved.settings.system_prompt == DEFAULT_PERSONA
