@@ -89,6 +89,13 @@ class FakeSlack:
         self.delays: dict[str, float] = {}
         """User id → seconds ``users.info`` takes for them."""
         self._ts = itertools.count(1)
+        self.conversations: dict[str, JSON] = {}
+        """Channel id → what ``conversations.info`` says of it, for those declared with
+        :meth:`private_channel`, :meth:`dm` or :meth:`group_dm`; any other ``C`` or ``G``
+        channel is public, any other DM unknown (``channel_not_found``, as for a DM the bot is
+        not in)."""
+        self.expired: set[str] = set()
+        """Names of response URLs that have expired (Slack answers 404 ``expired_url``)."""
         self.history: dict[str, list[JSON]] = {}
         """Channel id → the messages written in it (threads' replies too), oldest first: what
         ``conversations.history`` and ``conversations.replies`` read."""
@@ -129,6 +136,42 @@ class FakeSlack:
     def write(self, channel: str, message: JSON) -> None:
         """A message someone wrote while no event reaches the bot: only history has it."""
         self.history.setdefault(channel, []).append(dict(message))
+
+    def private_channel(self, channel: str) -> None:
+        self.conversations[channel] = {"id": channel, "is_channel": True, "is_private": True}
+
+    def dm(self, channel: str, user: str) -> None:
+        """``channel`` is ``user``'s DM with the bot."""
+        self.conversations[channel] = {"id": channel, "is_im": True, "user": user}
+
+    def group_dm(self, channel: str) -> None:
+        self.conversations[channel] = {"id": channel, "is_mpim": True, "is_private": True}
+
+    def views(self) -> list[JSON]:
+        """The modals opened (``views.open``), each with its ``id``, oldest first."""
+        return [call.params["view"] for call in self.calls if call.method == "views.open"]
+
+    def submission(self, view: JSON, user: str, values: dict[str, str]) -> JSON:
+        """The ``view_submission`` payload of ``view`` (as opened) submitted by ``user``
+        with ``values`` (block id → text) in its text inputs."""
+        state: dict[str, JSON] = {}
+        for block in view.get("blocks", []):
+            element = block.get("element") or {}
+            if block.get("type") == "input" and block.get("block_id") in values:
+                value = {"type": element["type"], "value": values[block["block_id"]]}
+                state[block["block_id"]] = {element["action_id"]: value}
+        name = self.users.get(user, user)
+        return {
+            "type": "view_submission",
+            "team": {"id": TEAM, "domain": "fake-team"},
+            "user": {"id": user, "username": name.lower(), "name": name.lower(), "team_id": TEAM},
+            "api_app_id": "A1",
+            "token": "unused",
+            "trigger_id": f"{time.time_ns()}.{next(self._ts)}",
+            "view": {**view, "team_id": TEAM, "state": {"values": state}},
+            "response_urls": [],
+            "is_enterprise_install": False,
+        }
 
     def called(self, method: str) -> list[JSON]:
         return [call.params for call in self.calls if call.method == method]
@@ -299,7 +342,11 @@ class FakeSlack:
             self.calls.append(Call(f"{method}!ratelimited", params, headers))
             body = {"ok": False, "error": "ratelimited"}
             return web.json_response(body, status=429, headers={"Retry-After": str(limited)})
-        refused = self._refused_stream(method, params) or self._missing(method, params)
+        refused = (
+            self._refused_stream(method, params)
+            or self._missing(method, params)
+            or self._invalid(method, params)
+        )
         if refused is not None:
             self.calls.append(Call(f"{method}!{refused}", params, headers))
             return web.json_response({"ok": False, "error": refused})
@@ -320,6 +367,23 @@ class FakeSlack:
             return None
         written = self.history.get(str(params.get("channel")), [])
         return None if any(m["ts"] == params.get("ts") for m in written) else "message_not_found"
+
+    def _invalid(self, method: str, params: JSON) -> str | None:
+        """``channel_not_found`` for ``conversations.info`` on a DM not declared;
+        ``invalid_arguments`` for ``views.open`` without a trigger id or with a text input
+        filled past its ``max_length``."""
+        channel = str(params.get("channel") or "")
+        if method == "conversations.info" and channel not in self.conversations:
+            return None if channel.startswith(("C", "G")) else "channel_not_found"
+        if method == "views.open":
+            boxes = [b.get("element") or {} for b in params["view"].get("blocks", [])]
+            overfull = any(
+                len(box.get("initial_value") or "") > int(box.get("max_length") or 3000)
+                for box in boxes
+            )
+            if overfull or not params.get("trigger_id"):
+                return "invalid_arguments"
+        return None
 
     def _show(self, method: str, params: JSON) -> None:
         """History follows what the bot posts, updates and deletes, as Slack's does."""
@@ -422,6 +486,13 @@ class FakeSlack:
             return {"channel": params.get("channel"), "ts": ts, "message": {"text": ""}}
         if method in ("chat.update", "chat.delete", "chat.appendStream", "chat.stopStream"):
             return {"channel": params.get("channel"), "ts": params.get("ts")}
+        if method == "conversations.info":
+            channel = str(params.get("channel"))
+            public = {"id": channel, "is_channel": True, "is_private": False}
+            return {"channel": self.conversations.get(channel, public)}
+        if method == "views.open":
+            params["view"] = {**params["view"], "id": f"V{next(self._ts)}"}
+            return {"view": params["view"]}
         if method == "chat.postEphemeral":
             return {"message_ts": f"{9000 + next(self._ts)}.000200"}
         if method.startswith("assistant.threads."):
@@ -457,7 +528,10 @@ class FakeSlack:
 
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.responses.append(Call(request.match_info["name"], body))
+        name = request.match_info["name"]
+        if name in self.expired:
+            return web.Response(status=404, text="expired_url")
+        self.responses.append(Call(name, body))
         return web.Response(text="ok")
 
 

@@ -75,6 +75,14 @@ class Slack:
         await self.settle()
         return status, body
 
+    async def interact(self, payload: dict[str, Any]) -> tuple[int, str]:
+        """An interaction (a shortcut, a modal submitted), as Slack posts it; the status and
+        the body the app answered with."""
+        form = urlencode({"payload": json.dumps(payload)})
+        answer = await self.post(form, "application/x-www-form-urlencoded")
+        await self.settle()
+        return answer
+
     async def settle(self) -> None:
         assert self.platform.listeners is not None
         await self.platform.listeners.settle()

@@ -26,6 +26,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.slack.assistant import Assistant, started_thread
 from bot.adapters.slack.names import Names, Naming
 from bot.adapters.slack.outbox import SlackOutbox, answer_command
+from bot.adapters.slack.places import look_up
+from bot.adapters.slack.settings_modal import CALLBACK_ID, PersonaModal, asks_for_modal
 from bot.adapters.slack.stream import StreamSupport
 from bot.adapters.slack.translate import (
     PIN_SHORTCUT,
@@ -47,7 +49,7 @@ from bot.config import SlackConfig
 from bot.core.commands import COMMANDS
 from bot.core.engine import Engine
 from bot.core.handler import GRACE_SECONDS, Handler, Turn
-from bot.core.models import CommandCall, Conversation
+from bot.core.models import Conversation, Reply
 from bot.core.ports.leases import Awaiting
 from bot.core.ports.platform import Outbox
 
@@ -116,6 +118,7 @@ class Listeners:
         self.status = None if emoji is None else StatusReaction(PLATFORM, emoji)
         """👀 on a question while it is answered, outside the assistant pane."""
         self.admins: Collection[str] = frozenset(settings.admin_user_ids)
+        self.persona = PersonaModal(client=client, handler=self.handler, admins=self.admins)
         self.team = identity.team_id
         self.url = identity.url
 
@@ -145,6 +148,7 @@ class Listeners:
         for spec in COMMANDS:
             app.command(f"/{spec.name}")(self.on_command)
         app.shortcut(PIN_SHORTCUT)(self.on_pin_shortcut)
+        app.view(CALLBACK_ID)(self.on_persona_submitted)
         app.event("assistant_thread_started")(self.on_assistant_thread)
         app.event("assistant_thread_context_changed")(self.on_thread_context)
 
@@ -198,9 +202,9 @@ class Listeners:
         except Exception as exc:
             return _refuse("slash command", exc)
         await ack()
-        call = to_command(body, admins=self.admins, workspace_url=self.url)
         if first:
-            self.handler.spawn(self._command(call, respond), f"slack /{call.name}")
+            name = str(body.get("command") or "")
+            self.handler.spawn(self._command(body, respond), f"slack {name}")
         return None
 
     async def on_pin_shortcut(
@@ -213,6 +217,20 @@ class Listeners:
         await ack()
         if first:
             self.handler.spawn(self._pin_shortcut(body, respond), "slack pin shortcut")
+        return None
+
+    async def on_persona_submitted(
+        self, body: dict[str, Any], ack: AsyncAck
+    ) -> BoltResponse | None:
+        """The persona modal submitted: saved (or refused) before the answer Slack waits for."""
+        try:
+            first = await self._first_request(body)
+        except Exception as exc:
+            return _refuse("persona form", exc)
+        if first:
+            await self.persona.submitted(body, ack)
+        else:
+            await ack()
         return None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -307,8 +325,18 @@ class Listeners:
 
         return status.around(outbox, react)
 
-    async def _command(self, call: CommandCall, reply_to: AsyncRespond) -> None:
-        await answer_command(reply_to, await self.handler.command(call))
+    async def _command(self, body: dict[str, Any], reply_to: AsyncRespond) -> None:
+        """Run a slash command as its caller, where Slack says it was typed (private or not,
+        whose DM); ``/settings persona`` alone opens a modal instead."""
+        place = await look_up(self.client, str(body.get("channel_id") or ""))
+        call = to_command(body, admins=self.admins, place=place, workspace_url=self.url)
+        reply: Reply | None
+        if asks_for_modal(call):
+            reply = await self.persona.open(call, body)
+        else:
+            reply = await self.handler.command(call)
+        if reply is not None:
+            await answer_command(reply_to, reply)
 
     async def _pin_shortcut(self, body: dict[str, Any], reply_to: AsyncRespond) -> None:
         message = body.get("message") or {}

@@ -116,6 +116,12 @@ def _interaction_problem(payload: Mapping[str, Any]) -> str | None:
         and all(_object_with_id(payload.get(key)) for key in ("channel", "user", "team"))
     ):
         return "shortcut without its message, channel, user or team"
+    if kind == "view_submission" and not (
+        isinstance(payload.get("view"), dict)
+        and _strings(payload["view"], ("callback_id", "private_metadata"))
+        and _object_with_id(payload.get("user"))
+    ):
+        return "view submission without its view or user"
     return None
 
 

@@ -28,13 +28,17 @@ BOT_SCOPES = (
     "app_mentions:read",
     "assistant:write",  # the assistant pane: status line, titles, suggested prompts
     "channels:history",
+    "channels:read",  # conversations.info: whether a slash command's channel is private
     "chat:write",
     "commands",
     "files:write",  # a long reply's whole text is shared as a file
     "groups:history",
+    "groups:read",  # conversations.info on a private channel
     "im:history",
+    "im:read",  # conversations.info on a DM: whose it is (its owner changes its settings)
     "im:write",
     "mpim:history",
+    "mpim:read",  # conversations.info on a group DM
     "reactions:read",  # reaction_added / reaction_removed
     "reactions:write",  # slack.status_reaction (off by default): 👀 on a question being answered
     "users:read",

@@ -294,8 +294,12 @@ class _Messages:
         await self._outbox._delete(message_id)
 
 
-async def answer_command(respond: AsyncRespond, reply: Reply) -> None:
-    """A command's reply through its response URL."""
+async def answer_command(respond: AsyncRespond, reply: Reply) -> bool:
+    """A command's reply through its response URL; whether Slack took it (a response URL
+    lasts 30 minutes)."""
     kind = "ephemeral" if is_ephemeral(reply) else "in_channel"
     for chunk in split(to_mrkdwn(reply.text))[:_MAX_RESPONSES]:
-        await respond(text=chunk, response_type=kind)
+        response = await respond(text=chunk, response_type=kind)
+        if response.status_code != 200:
+            return False
+    return True

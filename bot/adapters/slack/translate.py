@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.adapters.slack.places import UNKNOWN, Place
 from bot.adapters.text import mentioned, named_mentions, without_mentions_of
 from bot.core.models import CommandCall, Conversation, Deletion, Edit, IncomingMessage, Reaction
 
@@ -205,8 +206,17 @@ def permalink(workspace_url: str, channel: str, ts: str) -> str | None:
     return f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
 
 
-def to_command(body: Payload, *, admins: Collection[str], workspace_url: str = "") -> CommandCall:
-    """A slash command's form (``command``, ``text``, ``user_id``...) as a call on the channel."""
+def may_manage(user: str, *, admins: Collection[str], place: Place) -> bool:
+    """Whether ``user`` may change settings where they are: an admin
+    (``slack.admin_user_ids``) anywhere, anyone in their own DM with the bot."""
+    return user in admins or (bool(user) and place.dm_with == user)
+
+
+def to_command(
+    body: Payload, *, admins: Collection[str], place: Place = UNKNOWN, workspace_url: str = ""
+) -> CommandCall:
+    """A slash command's form (``command``, ``text``, ``user_id``...) as a call on the channel,
+    which Slack described as ``place`` (``conversations.info``)."""
     user = str(body.get("user_id", ""))
     channel = str(body.get("channel_id", ""))
     return CommandCall(
@@ -215,7 +225,8 @@ def to_command(body: Payload, *, admins: Collection[str], workspace_url: str = "
         argument=replace_mentions(str(body.get("text") or ""), {}),
         user_id=user,
         user_name=str(body.get("user_name") or user),
-        can_manage=user in admins,
+        can_manage=may_manage(user, admins=admins, place=place),
+        private=place.private,
         link_to=functools.partial(permalink, workspace_url, channel) if workspace_url else None,
     )
 

@@ -94,7 +94,8 @@ def _short(value: str) -> str:
     return line if len(line) <= 60 else line[:59] + "…"
 
 
-def _refused(call: CommandCall) -> Reply | None:
+def refusal(call: CommandCall) -> Reply | None:
+    """The answer to a caller who may not change settings here; None for an admin."""
     if call.can_manage:
         return None
     return error(
@@ -104,8 +105,8 @@ def _refused(call: CommandCall) -> Reply | None:
 
 
 async def _change(engine: Engine, call: CommandCall, key: Key, typed: str) -> Reply:
-    if (refusal := _refused(call)) is not None:
-        return refusal
+    if (refused := refusal(call)) is not None:
+        return refused
     try:
         value = key.parse(typed, engine.settings.config)
     except BadValue as exc:
@@ -165,8 +166,8 @@ async def _head_too_big(
 
 
 async def _reset(engine: Engine, call: CommandCall, name: str) -> Reply:
-    if (refusal := _refused(call)) is not None:
-        return refusal
+    if (refused := refusal(call)) is not None:
+        return refused
     resolved = await engine.settings.resolve(call.conversation)
     if name == "all":
         names = list(resolved.own)

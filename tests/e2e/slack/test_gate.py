@@ -271,6 +271,10 @@ SIGNED_MALFORMED: dict[str, tuple[bytes, str]] = {
         + quote(json.dumps({"type": "message_action", "callback_id": "pin_to_memory"})).encode(),
         FORM_TYPE,
     ),
+    "a view submission without its view": (
+        b"payload=" + quote(json.dumps({"type": "view_submission", "user": {"id": "U1"}})).encode(),
+        FORM_TYPE,
+    ),
     "a command without its channel": (
         f"command=/pin&text={MARKER}&user_id=U1&team_id={TEAM}".encode(),
         FORM_TYPE,
