@@ -109,7 +109,7 @@ async def test_an_admin_sets_a_persona_in_a_modal_and_a_model_and_the_channel_ge
 
     await slack.say("U1", f"<@{BOT_USER}> who are you?")
     assert system_prompt(llm).startswith(PIRATE)
-    # TODO(settings-models): the request's model follows the channel's once that lands.
+    assert prompts(llm)[-1]["model"] == "gpt-4o"
     await slack.say("U1", f"<@{BOT_USER}> and here?", channel="C2")
     assert system_prompt(llm).startswith(DEFAULT_PERSONA) and PIRATE not in system_prompt(llm)
     assert prompts(llm)[-1]["model"] == "gpt-4o-mini"
