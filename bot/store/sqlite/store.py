@@ -9,6 +9,7 @@ admin, leases, settings); the schema and its migrations in :mod:`.schema`.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from contextlib import suppress
 from pathlib import Path
@@ -91,7 +92,7 @@ class SqliteStore(
         db = self._db
         await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await schema.check_version(db, self.path)  # before anything is written
-        journal = await db.execute_fetchall("PRAGMA journal_mode = WAL")
+        journal = await _into_wal(db, busy_timeout_ms / 1000)
         await db.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[synchronous]}")
         await db.execute("PRAGMA foreign_keys = ON")
         damage = await self.integrity_check()
@@ -127,3 +128,19 @@ class SqliteStore(
 
     async def close(self) -> None:
         await self._db.close()
+
+
+async def _into_wal(db: aiosqlite.Connection, within: float) -> list[sqlite3.Row]:
+    """``PRAGMA journal_mode = WAL``, tried again for up to ``within`` seconds while another
+    connection holds the file: switching a file out of its rollback journal takes it whole,
+    and SQLite does not wait on a busy file for that (two processes starting together)."""
+    loop = asyncio.get_running_loop()
+    deadline, pause = loop.time() + within, 0.01
+    while True:
+        try:
+            return list(await db.execute_fetchall("PRAGMA journal_mode = WAL"))
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or loop.time() >= deadline:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.2)
