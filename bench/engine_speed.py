@@ -87,7 +87,7 @@ from bot.core.models import (
     Role,
     StoredMessage,
 )
-from bot.core.ports.llm import Completion
+from bot.core.ports.llm import ChatModels, Completion
 from bot.core.prompt.assembler import Speaker
 from bot.wiring import open_app
 
@@ -433,7 +433,7 @@ async def fold_history(engine: Engine, *, to: str, profiles: bool = True) -> tup
     folding = replace(settings, summary=options)
     summarizer = Summarizer(
         store=engine.store,
-        model=StandInSummaryModel(profiles=profiles),
+        models=ChatModels(StandInSummaryModel(profiles=profiles)),
         tokenizer=engine.tokenizer,  # as the bot wires its summarizer
     )
     compactions = 0

@@ -39,7 +39,7 @@ from bot.config import Config, parse_config
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.memory.tokens import install_encodings
 from bot.core.models import Conversation, IncomingMessage
-from bot.core.ports.llm import Completion, StreamEnd
+from bot.core.ports.llm import ChatModels, Completion, StreamEnd
 from bot.wiring import open_app
 
 BAR_MS = 20.0
@@ -209,7 +209,8 @@ async def measure(
         engine = app.engine
         notes = [" ".join(rng.choice(WORDS) for _ in range(NOTE_WORDS)) for _ in range(vectors)]
         engine.recaller.embedder = StandInEmbedder(notes, dimension, seed)
-        engine.chat = chat = StandInChat(notes)
+        chat = StandInChat(notes)
+        engine.asker.models = ChatModels(chat)
         last = None
         for note in notes:
             last = await engine.record(said(note), embed=False)

@@ -18,9 +18,10 @@ from bot.core.memory.summarizer import Summarizer
 from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
 from bot.core.observe import NoObserver, Observer
-from bot.core.ports.llm import ApiKey, ChatModel, Embedder
+from bot.core.ports.llm import ApiKey, ChatModels, Embedder
 from bot.core.ports.store import AdminStore, Store, StoreUnavailable
 from bot.core.settings import SettingsSource
+from bot.core.settings.keys import chat_models, summary_models
 from bot.core.wording import counted
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.observed import ObservedChatModel
@@ -41,11 +42,21 @@ class App:
     config: Config
     store: Store
     engine: Engine
-    chat: OpenAIChatModel
-    summary: OpenAIChatModel
+    chat_models: tuple[OpenAIChatModel, ...]
+    """The chat models a conversation may be answered by, the config's default first."""
+    summary_models: tuple[OpenAIChatModel, ...]
     observer: Observer
     metrics: PrometheusObserver | None
     """Set when the config enables the HTTP endpoint (``http.port``)."""
+
+    @property
+    def chat(self) -> OpenAIChatModel:
+        """The default chat model (``llm.chat_model``)."""
+        return self.chat_models[0]
+
+    @property
+    def summary(self) -> OpenAIChatModel:
+        return self.summary_models[0]
 
 
 def summary_api_key(config: Config) -> str | None:
@@ -94,8 +105,8 @@ def build_engine(
     config: Config,
     store: Store,
     *,
-    chat: ChatModel,
-    summary: ChatModel,
+    chat: ChatModels,
+    summary: ChatModels,
     embedder: Embedder | None,
     tokenizer: ChatTokenizer,
     calibrator: Calibrator,
@@ -110,7 +121,7 @@ def build_engine(
         store=store,
         chat=chat,
         summarizer=Summarizer(
-            store=store, model=summary, tokenizer=tokenizer, calibrator=calibrator
+            store=store, models=summary, tokenizer=tokenizer, calibrator=calibrator
         ),
         tokenizer=tokenizer,
         calibrator=calibrator,
@@ -189,25 +200,43 @@ def _clients(config: Config) -> list[openai.AsyncOpenAI]:
 
 def _models(
     config: Config, chat_client: openai.AsyncOpenAI, summary_client: openai.AsyncOpenAI
-) -> tuple[OpenAIChatModel, OpenAIChatModel]:
-    """The chat and summary models, with one retry policy."""
+) -> tuple[tuple[OpenAIChatModel, ...], tuple[OpenAIChatModel, ...]]:
+    """The chat models a conversation may be answered by and the summary models, each the
+    config's default first, with one retry policy; the models of an endpoint share its
+    client (one connection pool)."""
     llm = config.llm
     policy = RetryPolicy(
         retries=llm.max_retries,
         timeout=llm.timeout_seconds,
         deadline=llm.reply_deadline_seconds,
     )
-    chat = OpenAIChatModel(
-        chat_client,
-        llm.chat_model,
-        temperature=llm.temperature,
-        policy=policy,
-        key=chat_key_source(config),
+    chat = tuple(
+        OpenAIChatModel(
+            chat_client,
+            name,
+            temperature=llm.temperature,
+            policy=policy,
+            key=chat_key_source(config),
+        )
+        for name in chat_models(config)
     )
-    summary = OpenAIChatModel(
-        summary_client, llm.summary_model, policy=policy, key=summary_key_source(config)
+    summary = tuple(
+        OpenAIChatModel(summary_client, name, policy=policy, key=summary_key_source(config))
+        for name in summary_models(config)
     )
     return chat, summary
+
+
+def exact_models(config: Config, tokenizer: ChatTokenizer) -> frozenset[str]:
+    """The chat and summary models whose servers count a prompt as ``tokenizer`` does; the
+    others' counts are calibrated from the usage they report."""
+    names = (*chat_models(config), *summary_models(config))
+    return frozenset(name for name in names if tokenizer.counts_exactly(name))
+
+
+def _observed(models: tuple[OpenAIChatModel, ...], observer: Observer, purpose: str) -> ChatModels:
+    first, *others = (ObservedChatModel(model, observer, purpose=purpose) for model in models)
+    return ChatModels(first, *others)
 
 
 @asynccontextmanager
@@ -229,14 +258,13 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
         observer: Observer = metrics or NoObserver()
         tokenizer = ChatTokenizer.for_model(llm.chat_model)
         await _count_with(store, tokenizer)
-        exact = frozenset({llm.chat_model} if tokenizer.exact else ())
-        calibrator = Calibrator(store, exact_models=exact)
+        calibrator = Calibrator(store, exact_models=exact_models(config, tokenizer))
         await calibrator.load()
         engine = build_engine(
             config,
             store,
-            chat=ObservedChatModel(chat, observer, purpose="chat"),
-            summary=ObservedChatModel(summary, observer, purpose="summary"),
+            chat=_observed(chat, observer, "chat"),
+            summary=_observed(summary, observer, "summary"),
             embedder=(
                 OpenAIEmbedder(
                     clients[0],
@@ -268,8 +296,8 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
                         config=config,
                         store=store,
                         engine=engine,
-                        chat=chat,
-                        summary=summary,
+                        chat_models=chat,
+                        summary_models=summary,
                         observer=observer,
                         metrics=metrics,
                     )

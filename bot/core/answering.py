@@ -15,9 +15,9 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
-from bot.core.memory.calibration import Calibrator, Gauge
+from bot.core.memory.calibration import Gauge
 from bot.core.models import strip_speaker_tags
-from bot.core.ports.llm import ChatModel, Failure, LLMError, StreamEnd
+from bot.core.ports.llm import ChatModel, ChatModels, Failure, LLMError, StreamEnd
 from bot.core.ports.platform import Phase
 from bot.core.prompt.assembler import Prompt
 from bot.core.settings import Settings
@@ -45,6 +45,8 @@ class Answered:
     """The model's answer to one prompt, as shown and to be stored."""
 
     prompt: Prompt
+    model: str
+    """The chat model asked (the conversation's)."""
     text: str
     """Speaker tags stripped; ending with :data:`INTERRUPTED` when the stream broke off."""
     prompt_tokens: int | None
@@ -63,12 +65,13 @@ def shown_so_far(text: str, speakers: Collection[str]) -> str | None:
 
 
 class Asker:
-    """Asks the chat model, retrying a context overflow once with a smaller prompt."""
+    """Asks the conversation's chat model, retrying a context overflow once with a smaller
+    prompt."""
 
-    def __init__(self, *, chat: ChatModel, gauge: Gauge, calibrator: Calibrator) -> None:
-        self.chat = chat
+    def __init__(self, *, models: ChatModels, gauge: Callable[[str], Gauge]) -> None:
+        """``gauge``: a model's calibration, by name."""
+        self.models = models
         self.gauge = gauge
-        self.calibrator = calibrator
 
     async def ask(
         self,
@@ -82,6 +85,7 @@ class Asker:
         """The answer to the prompt ``build(limit)`` makes (``limit`` in the server's count),
         streamed to ``show`` when given, each phase told to ``progress``; :class:`LLMError`
         when none came."""
+        chat = self.models.get(settings.chat_model)
         limit = settings.max_context_tokens
         deadline = time.monotonic() + settings.reply_deadline_seconds
         for attempt in range(2):
@@ -90,14 +94,20 @@ class Asker:
             await _told(progress, Phase.THINKING)
             try:
                 if show is None:
-                    completion = await self.chat.complete(
+                    completion = await chat.complete(
                         prompt.messages, max_tokens=settings.max_reply_tokens, deadline=deadline
                     )
                     text = strip_speaker_tags(completion.text, speakers(prompt))
                     return Answered(
-                        prompt, text, completion.prompt_tokens, completion.completion_tokens
+                        prompt,
+                        chat.model,
+                        text,
+                        completion.prompt_tokens,
+                        completion.completion_tokens,
                     )
-                return await self._streamed(prompt, settings, deadline, speakers(prompt), show)
+                return await self._streamed(
+                    chat, prompt, settings.max_reply_tokens, deadline, speakers(prompt), show
+                )
             except LLMError as exc:
                 if exc.failure is not Failure.CONTEXT_LENGTH or attempt:
                     raise
@@ -107,22 +117,23 @@ class Asker:
 
     async def _streamed(
         self,
+        chat: ChatModel,
         prompt: Prompt,
-        settings: Settings,
+        max_tokens: int,
         deadline: float,
         speakers: Collection[str],
         show: Show,
     ) -> Answered:
         text, shown = "", ""
         showing = True
-        stream = self.chat.stream(
-            prompt.messages, max_tokens=settings.max_reply_tokens, deadline=deadline
-        )
+        stream = chat.stream(prompt.messages, max_tokens=max_tokens, deadline=deadline)
         try:
             async for item in stream:
                 if isinstance(item, StreamEnd):
                     answer = strip_speaker_tags(text, speakers)
-                    return Answered(prompt, answer, item.prompt_tokens, item.completion_tokens)
+                    return Answered(
+                        prompt, chat.model, answer, item.prompt_tokens, item.completion_tokens
+                    )
                 text += item
                 visible = shown_so_far(text, speakers)
                 if showing and visible is not None and visible != shown:
@@ -133,7 +144,7 @@ class Asker:
                 raise  # nothing was written: failed as a whole answer fails
             log.warning("the model's stream broke off after %d characters: %s", len(text), exc)
             answer = f"{strip_speaker_tags(text, speakers).rstrip()}\n\n{INTERRUPTED}"
-            return Answered(prompt, answer, None, None, interrupted=exc)
+            return Answered(prompt, chat.model, answer, None, None, interrupted=exc)
         finally:
             await stream.aclose()
         raise LLMError(Failure.BAD_RESPONSE, "the stream ended without its end")
@@ -142,12 +153,13 @@ class Asker:
         self, settings: Settings, prompt: Prompt, exc: LLMError, limit: int
     ) -> int:
         """A smaller limit (in the server's count) for another try after ``prompt``
-        overflowed the chat model's context: sized to the window when the error stated it
-        (which is kept, for ``bot doctor``)."""
-        sent = await self.gauge.cost(prompt.messages, prompt.tokens)
+        overflowed the conversation's chat model's context: sized to the window when the
+        error stated it (which is kept, for ``bot doctor``)."""
+        gauge = self.gauge(settings.chat_model)
+        sent = await gauge.cost(prompt.messages, prompt.tokens)
         limit = int(min(limit, sent) * _SHRINK_ON_OVERFLOW)
         if exc.context is not None:  # the server said how much fits
-            await self.calibrator.learn_window(self.chat.model, exc.context)
+            await gauge.calibrator.learn_window(gauge.model, exc.context)
             room = max(exc.context - settings.max_reply_tokens, exc.context // 4)
             limit = min(limit, room)
         return limit

@@ -20,7 +20,7 @@ from bot.core.answering import Asker, Progress, Show
 from bot.core.background import Background, needs_summary
 from bot.core.leases import Leases
 from bot.core.locks import Locks
-from bot.core.memory.calibration import Calibrator
+from bot.core.memory.calibration import Calibrator, Gauge
 from bot.core.memory.importance import score
 from bot.core.memory.recall import Recaller
 from bot.core.memory.scripts import ScriptTokens
@@ -39,7 +39,7 @@ from bot.core.models import (
     render_content,
 )
 from bot.core.observe import NoObserver, Observer
-from bot.core.ports.llm import ChatModel, Embedder, LLMError, clean_text
+from bot.core.ports.llm import ChatModels, Embedder, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
 from bot.core.prompt.budget import build_within
@@ -76,7 +76,7 @@ class Engine:
         config: Config,
         settings: SettingsSource,
         store: Store,
-        chat: ChatModel,
+        chat: ChatModels,
         summarizer: Summarizer,
         tokenizer: ChatTokenizer,
         calibrator: Calibrator,
@@ -93,8 +93,9 @@ class Engine:
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
-        self.gauge = calibrator.gauge(chat.model, tokenizer.count)
-        self.asker = Asker(chat=chat, gauge=self.gauge, calibrator=calibrator)
+        self.asker = Asker(models=chat, gauge=self.gauge)
+        """Asks the conversation's chat model (``bot eval`` replaces its models to record
+        the calls)."""
         self.observer: Observer = observer or NoObserver()
         self.clock = clock
         """When an answer is made, in seconds since the epoch (a replay's own time)."""
@@ -121,14 +122,10 @@ class Engine:
 
     # -- messages -------------------------------------------------------------------------
 
-    @property
-    def chat(self) -> ChatModel:
-        """The chat model answers are asked of (replaced by ``bot eval`` to record calls)."""
-        return self.asker.chat
-
-    @chat.setter
-    def chat(self, chat: ChatModel) -> None:
-        self.asker.chat = chat
+    def gauge(self, model: str) -> Gauge:
+        """The calibration of ``model``'s count against ours (stored messages are counted
+        once, with the default chat model's tokenizer)."""
+        return self.calibrator.gauge(model, self.tokenizer.count)
 
     async def count(self, text: str) -> int:
         if len(text) > _COUNT_IN_THREAD:
@@ -140,9 +137,9 @@ class Engine:
         return await self.settings.for_conversation(conversation)
 
     def budget(self, settings: Settings, mix: ScriptTokens | None = None) -> int:
-        """The prompt budget under ``settings``, calibrated for the chat model, for a prompt
+        """The prompt budget under ``settings``, calibrated for their chat model, for a prompt
         whose tokens split by script as ``mix`` (None: as the model's latest prompt did)."""
-        return self.gauge.budget(settings.max_context_tokens, mix)
+        return self.gauge(settings.chat_model).budget(settings.max_context_tokens, mix)
 
     async def record(
         self, message: IncomingMessage, *, embed: bool = True, awaited: bool = False
@@ -296,14 +293,15 @@ class Engine:
             self.background.embed(answer, settings)
             await self.store.record_usage(
                 conversation_key=conversation.key,
-                model=self.chat.model,
+                model=answered.model,
                 purpose="chat",
                 # the bot's own counts when the server sent none (estimated, in /stats)
                 prompt_tokens=_either(answered.prompt_tokens, prompt.tokens),
                 completion_tokens=_either(answered.completion_tokens, answer.tokens),
                 estimated=answered.prompt_tokens is None,
             )
-            await self.gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
+            gauge = self.gauge(answered.model)
+            await gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
         if needs_summary(prompt, settings):
@@ -467,7 +465,7 @@ class Engine:
                 speaker=speaker,
             ),
             limit=limit,
-            gauge=self.gauge,
+            gauge=self.gauge(settings.chat_model),
         )
 
     async def search(self, conversation: Conversation, text: str) -> list[StoredMessage]:

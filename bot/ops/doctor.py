@@ -95,6 +95,31 @@ async def _chat_and_summary(app: App) -> tuple[_Probe, _Probe]:
     return first, await _endpoint("summary", summary, where)
 
 
+async def _choices(app: App) -> Check | None:
+    """The other models channels may choose (``/settings model``, ``summary-model``), each
+    looked for in its server's list of models when it gives one; None when there are none."""
+    groups = [
+        ("llm.allowed_models", app.chat, app.chat_models[1:]),
+        ("llm.allowed_summary_models", app.summary, app.summary_models[1:]),
+    ]
+    chosen: list[str] = []
+    unlisted: list[str] = []
+    for key, default, others in groups:
+        names = [model.model for model in others]
+        if not names:
+            continue
+        chosen.append(f"{', '.join(names)} ({key})")
+        listed = await default.listed_models()
+        unlisted += [name for name in names if listed is not None and name not in listed]
+    if not chosen:
+        return None
+    detail = "channels may also choose " + "; ".join(chosen)
+    if not unlisted:
+        return Check(True, "model choices", detail)
+    missing = f"{detail}, but the server does not list {', '.join(unlisted)}: a channel set to it"
+    return Check(True, "model choices", f"{missing} gets errors", warning=True)
+
+
 async def run_checks(app: App, config_file: Path, report: Callable[[Check], None]) -> bool:
     """Run every check, reporting each as it completes; True when all passed."""
     config = app.config
@@ -104,8 +129,8 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
     conversations = await app.store.conversations()
     pool = await app.store.connections()
     pooled = f", {pool[0]} of {pool[1]} pooled connections in use" if pool else ""
-    (chat_probe, summary_probe), platforms_check, recall_check = await asyncio.gather(
-        _chat_and_summary(app), _platforms(config), _recall(app)
+    (chat_probe, summary_probe), choices, platforms_check, recall_check = await asyncio.gather(
+        _chat_and_summary(app), _choices(app), _platforms(config), _recall(app)
     )
     checks = [
         Check(True, "config", f"{config_file} is valid"),
@@ -119,6 +144,7 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
         Check(True, "tokens", app.engine.tokenizer.describe()),
         chat_probe.check,
         summary_probe.check,
+        *([choices] if choices is not None else []),
         Check(
             True,
             "memory",

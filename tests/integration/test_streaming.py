@@ -159,7 +159,7 @@ async def test_one_conversations_slow_stream_does_not_hold_up_anothers(
 async def test_a_streamed_answer_records_the_servers_usage_and_calibrates_from_it(
     app: App, llm: FakeLLM
 ) -> None:
-    model = app.engine.chat.model
+    model = app.chat.model
     llm.prompt_token_factor[model] = 1.25  # the server counts a quarter more than the bot
     llm.script(Scripted(ANSWER, completion_tokens=17))
     await Handler(engine=app.engine).handle(said("where?"), Drafts())

@@ -14,8 +14,10 @@ from bot.core.engine import Engine
 from bot.core.memory.calibration import Calibrator
 from bot.core.memory.tokens import ChatTokenizer
 from bot.core.observe import NoObserver
+from bot.core.ports.llm import ChatModels
+from bot.core.settings.keys import chat_models, summary_models
 from bot.store.memory import MemoryStore
-from bot.wiring import build_engine
+from bot.wiring import build_engine, exact_models
 from tests.conftest import config_dict
 from tests.support.fake_chat import FakeChatModel
 
@@ -31,32 +33,37 @@ class Core:
     engine: Engine
     store: MemoryStore
     model: FakeChatModel
-    """Answers and summaries alike (one endpoint)."""
+    """Answers and summaries alike (one endpoint), under the config's chat model."""
+    models: dict[str, FakeChatModel]
+    """Every chat and summary model a conversation may choose, by name (``model`` among
+    them)."""
 
 
 @asynccontextmanager
 async def running_core(
     config: Config, *, store: MemoryStore | None = None, model: FakeChatModel | None = None
 ) -> AsyncIterator[Core]:
-    """An engine as ``bot.wiring.open_app`` builds it, closed afterwards."""
+    """An engine as ``bot.wiring.open_app`` builds it, closed afterwards; ``model`` answers
+    under the config's chat model, a model of its own under each other name allowed."""
     store = store if store is not None else MemoryStore()
     model = model if model is not None else FakeChatModel(config.llm.chat_model)
+    models = {model.model: model}
+    for name in (*chat_models(config), *summary_models(config)):
+        models.setdefault(name, FakeChatModel(name))
     tokenizer = ChatTokenizer.for_model(config.llm.chat_model)
-    calibrator = Calibrator(
-        store, exact_models=frozenset({config.llm.chat_model} if tokenizer.exact else ())
-    )
+    calibrator = Calibrator(store, exact_models=exact_models(config, tokenizer))
     await calibrator.load()
     engine = build_engine(
         config,
         store,
-        chat=model,
-        summary=model,
+        chat=ChatModels(*(models[name] for name in chat_models(config))),
+        summary=ChatModels(*(models[name] for name in summary_models(config))),
         embedder=None,
         tokenizer=tokenizer,
         calibrator=calibrator,
         observer=NoObserver(),
     )
     try:
-        yield Core(engine=engine, store=store, model=model)
+        yield Core(engine=engine, store=store, model=model, models=models)
     finally:
         await engine.aclose()

@@ -26,7 +26,8 @@ async def pin(engine: Engine, call: CommandCall) -> Reply:
     pins_after = engine.tokenizer.count(rendered)
     needed = engine.tokenizer.count(settings.system_prompt) + pins_after
     # The budget for a prompt in the scripts of the system prompt and pins.
-    head = engine.gauge.tokens([{"content": settings.system_prompt}, {"content": rendered}], needed)
+    shown = [{"content": settings.system_prompt}, {"content": rendered}]
+    head = engine.gauge(settings.chat_model).tokens(shown, needed)
     budget = engine.budget(settings, head)
     allowed = int(budget * MAX_PIN_SHARE)
     if needed > allowed:

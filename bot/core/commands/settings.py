@@ -43,12 +43,23 @@ def _origin(resolved: Resolved, key: Key) -> str:
     return f"config: {key.config}" if origin == CONFIG else origin
 
 
+def _not_in_force(resolved: Resolved, key: Key) -> str:
+    """What is stored for ``key`` but not in force, when something is: the config no longer
+    allows it."""
+    refused = resolved.refused.get(key.name)
+    if refused is None:
+        return ""
+    return f" — {_short(refused.value)} ({refused.origin}) is not in force: {refused.reason}"
+
+
 async def _listing(engine: Engine, call: CommandCall) -> str:
     resolved = await engine.settings.resolve(call.conversation)
     lines = [f"Settings in {call.conversation.key}:"]
     for key in KEYS:
         value = key.show(resolved.settings)
-        lines.append(f"• {key.name}: {value} ({_origin(resolved, key)})")
+        lines.append(
+            f"• {key.name}: {value} ({_origin(resolved, key)}){_not_in_force(resolved, key)}"
+        )
     tail = "Channel admins change them: " if not call.can_manage else "Change them: "
     lines.append(tail + "/settings KEY VALUE, /settings reset KEY; /settings history.")
     return "\n".join(lines)
@@ -61,7 +72,8 @@ async def _one(engine: Engine, call: CommandCall, key: Key) -> str:
     )
     return (
         f"{key.name} ({key.help}): {value}\n"
-        f"From {_origin(resolved, key)}. Takes {key.allowed}: /settings {key.name} VALUE."
+        f"From {_origin(resolved, key)}{_not_in_force(resolved, key)}. "
+        f"Takes {key.allowed}: /settings {key.name} VALUE."
     )
 
 

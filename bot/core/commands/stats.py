@@ -73,9 +73,9 @@ async def format_stats(
     usage_lines = [line for p in purposes if (line := _usage_line(usage, p))]
     lines.append("Lifetime usage reported by the API:" if usage_lines else "No API usage yet.")
     lines.extend(usage_lines)
-    lines.append(f"Chat model: {engine.tokenizer.describe()}")
-    lines.extend(engine.calibrator.describe(engine.chat.model))
-    lines.append(f"Summary model: {engine.summarizer.model}")
+    lines.append(f"Chat model: {engine.tokenizer.describe(settings.chat_model)}")
+    lines.extend(engine.calibrator.describe(settings.chat_model))
+    lines.append(f"Summary model: {settings.summary_model}")
     resolved = await engine.settings.resolve(conversation)
     own = [
         f"{key.name} {key.show(resolved.settings)} ({resolved.origins[key.name]})"

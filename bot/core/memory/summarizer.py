@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.config import Strategy
-from bot.core.memory.calibration import Calibrator
+from bot.core.memory.calibration import Calibrator, Gauge
 from bot.core.memory.digest import write_digest
 from bot.core.memory.kept import keep_verbatim, transcript_line
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
@@ -41,7 +41,7 @@ from bot.core.models import (
     clean_name,
     indent_headings,
 )
-from bot.core.ports.llm import ChatModel, Failure, LLMError
+from bot.core.ports.llm import ChatModel, ChatModels, Failure, LLMError
 from bot.core.ports.store import NewSummary, Store
 from bot.core.settings import Settings
 
@@ -158,24 +158,27 @@ def _input_cost(rows: Sequence[StoredMessage]) -> int:
 
 
 class Summarizer:
+    """Summaries and digests, each asked of the summary model the conversation's settings
+    name."""
+
     def __init__(
         self,
         *,
         store: Store,
-        model: ChatModel,
+        models: ChatModels,
         tokenizer: ChatTokenizer,
         calibrator: Calibrator | None = None,
     ) -> None:
         self._store = store
-        self._model = model
+        self._models = models
         self._tokenizer = tokenizer
-        self._gauge = calibrator.gauge(model.model, tokenizer.count) if calibrator else None
-        self._context: int | None = None
-        """The summary model's context window in the server's tokens, once an error said."""
+        self._calibrator = calibrator
+        self._context: dict[str, int] = {}
+        """Each summary model's context window in the server's tokens, once an error said."""
 
-    @property
-    def model(self) -> str:
-        return self._model.model
+    def _gauge(self, model: str) -> Gauge | None:
+        calibrator = self._calibrator
+        return calibrator.gauge(model, self._tokenizer.count) if calibrator else None
 
     async def compact(
         self,
@@ -200,7 +203,9 @@ class Summarizer:
         compactions = (previous.compactions if previous else 0) + 1
         every = options.rebuild_every
         rebuild = previous is not None and every > 0 and compactions % every == 0
-        limits = _Limits(summary_tokens, self._input_cap(options.max_input_tokens, summary_tokens))
+        model = self._models.get(settings.summary_model)
+        cap = self._input_cap(model.model, options.max_input_tokens, summary_tokens)
+        limits = _Limits(summary_tokens, cap)
         for attempt in range(_CONTEXT_RETRIES + 1):
             fold = await self._select(key, previous, settings, budget, before_turn, limits)
             if fold is None:
@@ -208,25 +213,23 @@ class Summarizer:
             try:
                 if rebuild:
                     written, folded_count, first_id = await self._rebuild(
-                        key, fold.through_turn, limits
+                        model, key, fold.through_turn, limits
                     )
                 else:
                     written = await self._summarize(
-                        key, previous.content if previous else None, fold.rows, limits
+                        model, key, previous.content if previous else None, fold.rows, limits
                     )
                     folded_count = (previous.message_count if previous else 0) + len(fold.rows)
                     first_id = previous.first_message_id if previous else fold.rows[0].id
                 break
             except LLMError as exc:
-                if exc.context is not None and self._gauge is not None:
-                    await self._gauge.calibrator.learn_window(self.model, exc.context)
-                smaller = self._smaller(exc, limits) if attempt < _CONTEXT_RETRIES else None
-                if smaller is None:
+                last = attempt == _CONTEXT_RETRIES
+                if (smaller := await self._smaller(model.model, exc, limits, last=last)) is None:
                     raise
                 log.warning(
                     "%s's summary overflowed %s's context; folding at most %d tokens a call",
                     key,
-                    self.model,
+                    model.model,
                     smaller.input_tokens,
                 )
                 limits = smaller
@@ -247,7 +250,7 @@ class Summarizer:
                 last_message_id=last_id,
                 compactions=compactions,
                 rebuilt=rebuild,
-                model=self._model.model,
+                model=model.model,
             ),
             generation=generation,
             previous_id=previous.id if previous else None,
@@ -264,45 +267,52 @@ class Summarizer:
         """A digest of ``messages`` for someone catching up (``/summarize since``), kept
         nowhere; with how many of the newest it read (those that fit one call)."""
         options = settings.summary
+        model = self._models.get(settings.summary_model)
         text, read, prompt_tokens, completion_tokens = await write_digest(
             messages,
-            model=self._model,
+            model=model,
             tokenizer=self._tokenizer,
-            input_limit=self._input_cap(options.max_input_tokens, options.max_tokens),
+            input_limit=self._input_cap(model.model, options.max_input_tokens, options.max_tokens),
             max_tokens=options.max_tokens,
         )
         await self._store.record_usage(
             conversation_key=conversation.key,
-            model=self.model,
+            model=model.model,
             purpose="digest",
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
         )
         return text, read
 
-    def _input_cap(self, configured: int, summary_tokens: int) -> int:
-        """The most tokens of messages (in the bot's count) one summary call reads: the
-        configured cap, scaled by what the server counts against the bot (for the mix of
-        scripts of the model's latest prompt), and within the model's context once known,
-        beside the instructions, a previous summary and the answer. A summary call that
-        overflows the context is retried smaller (:meth:`_smaller`)."""
-        if self._gauge is None:
+    def _input_cap(self, model: str, configured: int, summary_tokens: int) -> int:
+        """The most tokens of messages (in the bot's count) one summary call to ``model``
+        reads: the configured cap, scaled by what the server counts against the bot (for the
+        mix of scripts of the model's latest prompt), and within the model's context once
+        known, beside the instructions, a previous summary and the answer. A summary call
+        that overflows the context is retried smaller (:meth:`_smaller`)."""
+        gauge = self._gauge(model)
+        if gauge is None:
             return configured
-        cap = self._gauge.budget(configured)
-        if self._context is not None:
+        cap = gauge.budget(configured)
+        if (context := self._context.get(model)) is not None:
             fixed = self._tokenizer.count(SUMMARY_INSTRUCTIONS) + 2 * summary_tokens + 64
-            room = self._gauge.budget(self._context) - fixed
+            room = gauge.budget(context) - fixed
             cap = min(cap, room)
         return max(cap, _SMALLEST_INPUT)
 
-    def _smaller(self, exc: LLMError, limits: _Limits) -> _Limits | None:
+    async def _smaller(
+        self, model: str, exc: LLMError, limits: _Limits, *, last: bool
+    ) -> _Limits | None:
         """Limits for another try after the model's context overflowed (learning its size
-        when the error says it), or None when there is no smaller try to make."""
-        if exc.failure is not Failure.CONTEXT_LENGTH:
-            return None
+        when the error says it, and keeping it for ``bot doctor``), or None when there is no
+        smaller try to make (``last``: no try is left)."""
         if exc.context is not None:
-            self._context = exc.context
-        learned = self._input_cap(limits.input_tokens, limits.summary)
+            self._context[model] = exc.context
+            if self._calibrator is not None:
+                await self._calibrator.learn_window(model, exc.context)
+        if exc.failure is not Failure.CONTEXT_LENGTH or last:
+            return None
+        learned = self._input_cap(model, limits.input_tokens, limits.summary)
         smaller = learned if learned < limits.input_tokens else limits.input_tokens // 2
         if smaller < _SMALLEST_INPUT:
             return None
@@ -382,7 +392,7 @@ class Summarizer:
         return _Fold(rows=rows_out, through_turn=selected[-1][0].turn_id)
 
     async def _rebuild(
-        self, key: str, through_turn: int, limits: _Limits
+        self, model: ChatModel, key: str, through_turn: int, limits: _Limits
     ) -> tuple[_Written, int, int]:
         """Summarize every message the summary covers from scratch, chunk by chunk."""
         content: str | None = None
@@ -401,7 +411,7 @@ class Summarizer:
                 first_id = first_id or row.id
                 cost = min(_input_cost([row]), input_limit)
                 if chunk and used + cost > input_limit:
-                    written = await self._summarize(key, content, chunk, limits)
+                    written = await self._summarize(model, key, content, chunk, limits)
                     content = written.content
                     proposals.extend(written.proposals)
                     chunk, used = [], 0
@@ -412,13 +422,14 @@ class Summarizer:
                 break
             after_id = rows[-1].id
         if chunk or content is None:
-            written = await self._summarize(key, content, chunk, limits)
+            written = await self._summarize(model, key, content, chunk, limits)
             content = written.content
             proposals.extend(written.proposals)
         return _Written(content, proposals), count, first_id
 
     async def _summarize(
         self,
+        model: ChatModel,
         key: str,
         previous: str | None,
         rows: Sequence[StoredMessage],
@@ -438,10 +449,10 @@ class Summarizer:
             {"role": "system", "content": SUMMARY_INSTRUCTIONS},
             {"role": "user", "content": "\n\n".join(parts)},
         ]
-        completion = await self._model.complete(messages, max_tokens=summary_tokens)
-        if self._gauge is not None:
+        completion = await model.complete(messages, max_tokens=summary_tokens)
+        if (gauge := self._gauge(model.model)) is not None:
             ours = self._tokenizer.count_messages(messages)
-            await self._gauge.observe(messages, ours, completion.prompt_tokens)
+            await gauge.observe(messages, ours, completion.prompt_tokens)
         await self._store.record_usage(
             conversation_key=key,
             model=completion.model,

@@ -103,6 +103,11 @@ class ChatTokenizer:
             model=model, encoding_name=name, exact=exact, _encoding=tiktoken.get_encoding(name)
         )
 
+    def counts_exactly(self, model: str) -> bool:
+        """Whether this count of a prompt is ``model``'s server's: tiktoken knows the model,
+        and its encoding is this one."""
+        return encoding_name_for(model) == (self.encoding_name, True)
+
     def count(self, text: str) -> int:
         """Tokens of ``text``; special-token strings such as ``<|endoftext|>`` are plain text."""
         return len(self._encoding.encode_ordinary(text))
@@ -126,10 +131,18 @@ class ChatTokenizer:
                     total += TOKENS_PER_NAME
         return total
 
-    def describe(self) -> str:
-        if self.exact:
-            return f"{self.model}: counted exactly with {self.encoding_name}"
+    def describe(self, model: str | None = None) -> str:
+        """How prompts for ``model`` (None: this tokenizer's) are counted."""
+        model = model or self.model
+        if self.counts_exactly(model):
+            return f"{model}: counted exactly with {self.encoding_name}"
+        own, known = encoding_name_for(model)
+        if not known:
+            return (
+                f"{model}: not a model tiktoken knows; counted with {self.encoding_name} "
+                "and calibrated from the server's reported usage"
+            )
         return (
-            f"{self.model}: not a model tiktoken knows; counted with {self.encoding_name} "
-            "and calibrated from the server's reported usage"
+            f"{model}: counted with {self.encoding_name} (as for {self.model}; its own is "
+            f"{own}) and calibrated from the server's reported usage"
         )

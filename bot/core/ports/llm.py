@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -175,6 +175,30 @@ class ChatModel(Protocol):
         """The reply's text in pieces, in order, then one :class:`StreamEnd`; a stream that
         stalls past ``deadline`` fails with :attr:`Failure.TIMEOUT`."""
         ...
+
+
+class ChatModels:
+    """The models of one endpoint a conversation may be answered or summarized by, by name:
+    the config's default first, then those ``/settings`` may choose. Built once at start-up;
+    the settings in force name one per turn."""
+
+    def __init__(self, default: ChatModel, *others: ChatModel) -> None:
+        self.default = default
+        self._by_name: dict[str, ChatModel] = {}
+        for model in (default, *others):
+            self._by_name.setdefault(model.model, model)
+
+    def get(self, name: str) -> ChatModel:
+        """The model called ``name``; a name not built is a wiring error (the settings in
+        force only name allowed models)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise LookupError(f"no chat model {name!r}; built: {', '.join(self)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        """The names, the default first."""
+        return iter(self._by_name)
 
 
 class Embedder(Protocol):

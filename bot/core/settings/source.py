@@ -9,8 +9,9 @@ every process sharing the store.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from bot.config import Config
 from bot.core.models import Conversation
@@ -18,6 +19,7 @@ from bot.core.ports.settings import SettingsStore
 from bot.core.settings import keys
 from bot.core.settings.values import Answering, Recording, Settings
 
+log = logging.getLogger(__name__)
 CONFIG = "config"
 CHANNEL = "this channel"
 THREAD = "this thread"
@@ -33,6 +35,18 @@ class Resolved:
     """Key name: :data:`CONFIG`, :data:`CHANNEL`, :data:`THREAD` or :data:`PARENT`."""
     own: Mapping[str, str]
     """The values stored for the conversation itself (what ``/settings reset`` clears)."""
+    refused: Mapping[str, Refused] = field(default_factory=dict)
+    """Key name: a stored value the config no longer allows (a model taken out of
+    ``llm.allowed_models``, say), not in force: the value below it is."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    value: str
+    origin: str
+    """Where it is stored: :data:`CHANNEL`, :data:`THREAD` or :data:`PARENT`."""
+    reason: str
+    """Why it is not allowed, one line naming the key."""
 
 
 class SettingsSource:
@@ -43,6 +57,7 @@ class SettingsSource:
         self._store = store
         self._defaults = Settings.from_config(config)
         self._platforms = config.platforms()
+        self._warned: set[tuple[str, str, str]] = set()
 
     def defaults(self, conversation: Conversation) -> Settings:
         """The config's settings for ``conversation``: its platform section says whether the
@@ -74,15 +89,43 @@ class SettingsSource:
         stored = {} if self._store is None else await self._store.settings_of(scopes=scopes)
         inherited = stored.get(channel, {}) if own_key != channel else {}
         own = stored.get(own_key, {}) if own is None else own
-        values = {**inherited, **own}
+        here = THREAD if own_key != channel else CHANNEL
+        refused: dict[str, Refused] = {}
+        valid_inherited = self._allowed(channel, inherited, PARENT, refused)
+        valid_own = self._allowed(own_key, own, here, refused)
+        values = {**valid_inherited, **valid_own}
         origins = {
-            name: (
-                (THREAD if own_key != channel else CHANNEL)
-                if name in own
-                else PARENT
-                if name in inherited
-                else CONFIG
-            )
+            name: here if name in valid_own else PARENT if name in valid_inherited else CONFIG
             for name in keys.BY_NAME
         }
-        return Resolved(keys.apply(defaults, values, self.config), origins, dict(own))
+        settings = keys.apply(defaults, values, self.config)
+        # A parent's value the thread overrides anyway is not worth telling.
+        refused = {name: r for name, r in refused.items() if name not in valid_own}
+        return Resolved(settings, origins, dict(own), refused)
+
+    def _allowed(
+        self, scope: str, values: Mapping[str, str], origin: str, refused: dict[str, Refused]
+    ) -> dict[str, str]:
+        """The stored values the config still allows; each other one goes into ``refused``,
+        and is logged once a process (the config changed since it was set)."""
+        allowed: dict[str, str] = {}
+        for name, value in values.items():
+            key = keys.BY_NAME.get(name)
+            if key is None:
+                continue
+            try:
+                allowed[name] = key.parse(value, self.config)
+            except keys.BadValue as exc:
+                refused[name] = Refused(value, origin, str(exc).removeprefix(f"{name}: "))
+                if (scope, name, value) not in self._warned:
+                    self._warned.add((scope, name, value))
+                    log.warning(
+                        "%s: %s %s, set there, is not in force: the config no longer allows "
+                        "it (%s); /settings reset %s clears it",
+                        scope,
+                        name,
+                        value,
+                        exc,
+                        name,
+                    )
+        return allowed

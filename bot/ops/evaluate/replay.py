@@ -20,7 +20,7 @@ from bot.core.models import (
     prompt_speakers,
     strip_speaker_tags,
 )
-from bot.core.ports.llm import Completion, Failure, LLMError, StreamEnd
+from bot.core.ports.llm import ChatModels, Completion, Failure, LLMError, StreamEnd
 from bot.core.prompt.assembler import PromptTooLarge
 from bot.core.prompt.budget import build_within
 from bot.ops.evaluate.report import FactResult, StrategyResult, locate
@@ -162,10 +162,10 @@ async def _ask(engine: Engine, probe: Probe, fact: Fact, number: int) -> tuple[b
                     budget=budget,
                 ),
                 limit=limit,
-                gauge=engine.gauge,
+                gauge=engine.gauge(settings.chat_model),
             )
             try:
-                completion = await engine.chat.complete(
+                completion = await engine.asker.models.get(settings.chat_model).complete(
                     prompt.messages, max_tokens=settings.max_reply_tokens
                 )
                 break
@@ -197,8 +197,8 @@ async def evaluate_strategy(
     run_config = config.model_copy(update={"memory": memory, "storage": storage})
     async with open_app(run_config) as app:
         engine = app.engine
-        recording = _Recording(engine.chat)
-        engine.chat = recording
+        recording = _Recording(engine.asker.models.default)
+        engine.asker.models = ChatModels(recording)
         errors: list[str] = []
         await _replay(engine, recording, transcript, errors, advance)
         preview = await engine.preview(CHANNEL)
