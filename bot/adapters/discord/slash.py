@@ -59,22 +59,20 @@ class CommandRunner:
             link_to=functools.partial(jump_url, interaction.guild_id, interaction.channel_id or 0),
         )
 
-    async def run(
-        self,
-        interaction: Interaction,
-        spec: CommandSpec,
-        argument: str,
-        *,
-        ephemeral: bool | None = None,
-    ) -> None:
-        """Run ``/NAME ARGUMENT`` for the caller; ``ephemeral``: instead of the spec's. Those
-        who may not change the persona get it shown whole, as ``/settings persona`` does on
-        other platforms, rather than a form whose submission would be refused."""
+    async def run(self, interaction: Interaction, spec: CommandSpec, argument: str) -> None:
+        """Run ``/NAME ARGUMENT`` for the caller. Those who may not change the persona get
+        it shown whole, as ``/settings persona`` does on other platforms, rather than a form
+        whose submission would be refused."""
         if opens_persona_form(spec.name, argument) and self.can_manage(interaction):
             await self.open_persona_form(interaction, spec)
-            return
-        private = spec.ephemeral if ephemeral is None else ephemeral
-        await interaction.response.defer(thinking=True, ephemeral=private)
+        else:
+            await self.execute(interaction, spec, argument, ephemeral=spec.ephemeral)
+
+    async def execute(
+        self, interaction: Interaction, spec: CommandSpec, argument: str, *, ephemeral: bool
+    ) -> None:
+        """Defer, run the core's command, follow up with its reply."""
+        await interaction.response.defer(thinking=True, ephemeral=ephemeral)
         call = self.call_for(interaction, spec.name, argument)
         try:
             reply = await self._handler.command(call)
@@ -85,7 +83,7 @@ class CommandRunner:
                 kind=ReplyKind.ERROR,
                 ephemeral=True,
             )
-        await self.answer(interaction, reply, deferred_ephemeral=private)
+        await self.answer(interaction, reply, deferred_ephemeral=ephemeral)
 
     async def open_persona_form(self, interaction: Interaction, spec: CommandSpec) -> None:
         """The form holding the persona in force here; its submission sets it, answered to
@@ -101,7 +99,7 @@ class CommandRunner:
             return
 
         async def submit(submitted: Interaction, text: str) -> None:
-            await self.run(submitted, spec, f"persona {text}", ephemeral=True)
+            await self.execute(submitted, spec, f"persona {text}", ephemeral=True)
 
         form = PersonaForm(current=resolved.settings.system_prompt, submit=submit)
         await interaction.response.send_modal(form)
