@@ -47,13 +47,20 @@ async def discord_fake() -> AsyncIterator[FakeDiscord]:
 
 
 def discord_config(
-    llm: FakeLLM, tmp_path: Path, memory: dict[str, Any] | None = None, **settings: Any
+    llm: FakeLLM,
+    tmp_path: Path,
+    memory: dict[str, Any] | None = None,
+    *,
+    models: dict[str, Any] | None = None,
+    **settings: Any,
 ) -> Config:
+    """``memory`` and ``models`` (the ``llm`` section) over the tests' base config."""
     data = config_dict(
         llm.url,
         tmp_path / "bot.sqlite3",
         discord={"enabled": True, **settings},
         memory=memory or {},
+        llm=models or {},
     )
     return parse_config(data, {"DISCORD_TOKEN": TOKEN})
 
@@ -62,9 +69,13 @@ def discord_config(
 def start_bot(llm: FakeLLM, tmp_path: Path, discord_fake: FakeDiscord) -> StartBot:
     @asynccontextmanager
     async def start(
-        memory: dict[str, Any] | None = None, **settings: Any
+        memory: dict[str, Any] | None = None,
+        *,
+        models: dict[str, Any] | None = None,
+        **settings: Any,
     ) -> AsyncIterator[Running]:
-        async with open_app(discord_config(llm, tmp_path, memory, **settings)) as app:
+        config = discord_config(llm, tmp_path, memory, models=models, **settings)
+        async with open_app(config) as app:
             platform = DiscordPlatform(
                 engine=app.engine, settings=app.config.discord, guild_ready_timeout=0.05
             )

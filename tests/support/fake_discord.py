@@ -46,6 +46,7 @@ EVERYONE_PERMISSIONS = discord.Permissions(
     read_message_history=True,
     use_application_commands=True,
 ).value
+VIEW_CHANNEL = discord.Permissions(view_channel=True).value
 _last = [1_300_000_000_000_000_000]
 FILES = web.RequestKey("files", list)
 """A request's attachments, (file name, content) pairs."""
@@ -101,6 +102,10 @@ class Person:
     permissions: discord.Permissions = field(
         default_factory=lambda: discord.Permissions(EVERYONE_PERMISSIONS)
     )
+    """What Discord computes for the person where they use a command (an interaction's
+    ``member.permissions``)."""
+    roles: tuple[int, ...] = ()
+    """The server's roles the person has (ids of :class:`FakeGuild`'s roles)."""
 
     @property
     def user(self) -> JSON:
@@ -110,7 +115,7 @@ class Person:
         return {
             "user": self.user,
             "nick": self.nick,
-            "roles": [],
+            "roles": [str(role) for role in self.roles],
             "joined_at": "2026-01-01T00:00:00+00:00",
             "deaf": False,
             "mute": False,
@@ -157,6 +162,10 @@ class FakeGuild:
     archived_threads: dict[int, tuple[int, str]] = field(default_factory=dict)
     """Threads as ``threads``, archived: not in the server's state a client receives (so
     not in discord.py's cache), known to ``GET /channels/{id}``."""
+    private_channels: set[int] = field(default_factory=set)
+    """Channels @everyone may not view (an overwrite denies it View Channel)."""
+    private_threads: set[int] = field(default_factory=set)
+    """Threads that are private threads (type 12), seen only by those invited."""
 
     @property
     def bot_role_id(self) -> int:
@@ -175,7 +184,7 @@ class FakeGuild:
             "guild_id": str(self.id),
             "name": self.channels[channel_id],
             "position": list(self.channels).index(channel_id),
-            "permission_overwrites": [],
+            "permission_overwrites": self._overwrites(channel_id),
             "nsfw": False,
             "parent_id": None,
             "topic": None,
@@ -183,12 +192,18 @@ class FakeGuild:
             "rate_limit_per_user": 0,
         }
 
+    def _overwrites(self, channel_id: int) -> list[JSON]:
+        if channel_id not in self.private_channels:
+            return []
+        everyone = {"id": str(self.id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}
+        return [everyone]
+
     def thread_payload(self, thread_id: int, owner: Person) -> JSON:
         archived = thread_id in self.archived_threads
         parent, name = (self.archived_threads if archived else self.threads)[thread_id]
         return {
             "id": str(thread_id),
-            "type": 11,
+            "type": 12 if thread_id in self.private_threads else 11,
             "guild_id": str(self.id),
             "parent_id": str(parent),
             "owner_id": str(owner.id),
@@ -528,13 +543,39 @@ class FakeDiscord:
             data.update(
                 type=3, target_id=target["id"], resolved={"messages": {target["id"]: target}}
             )
+        return await self._interact(user, 2, data, channel_id=channel_id, guild_id=guild_id)
+
+    def forms(self) -> list[JSON]:
+        """The modals the bot opened (callback type 9), oldest first: each its ``custom_id``,
+        ``title`` and ``components``."""
+        return [c["data"] for c in self.callbacks if c["type"] == 9]
+
+    async def submit_form(
+        self,
+        user: Person,
+        form: JSON,
+        values: dict[str, str],
+        *,
+        channel_id: int,
+        guild_id: int | None,
+    ) -> JSON:
+        """``user`` submits the modal ``form`` (one of :meth:`forms`) with its text inputs
+        filled in, by their label: values the form would not take fail the test, as Discord's
+        client refuses them."""
+        components = [_submitted(c, values) for c in form["components"]]
+        data = {"custom_id": form["custom_id"], "components": components}
+        return await self._interact(user, 5, data, channel_id=channel_id, guild_id=guild_id)
+
+    async def _interact(
+        self, user: Person, kind: int, data: JSON, *, channel_id: int, guild_id: int | None
+    ) -> JSON:
         payload: JSON = {
             "id": snowflake(),
             "application_id": str(self.application_id),
-            "type": 2,
+            "type": kind,
             "data": data,
             "channel_id": str(channel_id),
-            "channel": {"id": str(channel_id), "type": 0 if guild_id else 1},
+            "channel": self._channel_of_interaction(channel_id, guild_id),
             "token": f"token-{snowflake()}",
             "version": 1,
             "locale": "en-US",
@@ -552,6 +593,22 @@ class FakeDiscord:
             payload["user"] = user.user
         await self.dispatch("INTERACTION_CREATE", payload)
         return payload
+
+    def _channel_of_interaction(self, channel_id: int, guild_id: int | None) -> JSON:
+        """The partial channel an interaction names, as Discord sends it: without permission
+        overwrites (only a client that cached the channel knows those). A server's channel
+        the fake does not know is a text channel named "unseen"."""
+        guild = next((g for g in self.guilds if g.id == guild_id), None)
+        if guild is None:
+            return {"id": str(channel_id), "type": 1}
+        if channel_id in {*guild.threads, *guild.archived_threads}:
+            return guild.thread_payload(channel_id, self.bot)
+        if channel_id in guild.channels:
+            channel = guild.channel_payload(channel_id)
+        else:
+            channel = {**guild.channel_payload(next(iter(guild.channels))), "name": "unseen"}
+        channel.pop("permission_overwrites")
+        return {**channel, "id": str(channel_id)}
 
     # -- waiting --------------------------------------------------------------------------
 
@@ -881,3 +938,28 @@ class FakeDiscord:
     def _delete_original(self, request: web.Request, body: Any, token: str) -> web.Response:
         self.deleted_originals.append(token)
         return web.Response(status=204)
+
+
+def _submitted(component: JSON, values: dict[str, str]) -> JSON:
+    """A modal's component as its submission carries it: a text input (type 4) with its
+    ``value``, inside its label (type 18) or action row (type 1)."""
+    if component["type"] == 18:
+        inner = _text_input(component["component"], component["label"], values)
+        return {"type": 18, "id": component.get("id", 0), "component": inner}
+    if component["type"] == 1:
+        inputs = [_text_input(c, c.get("label", ""), values) for c in component["components"]]
+        return {"type": 1, "components": inputs}
+    raise AssertionError(f"the fake cannot submit a modal component of type {component['type']}")
+
+
+def _text_input(component: JSON, label: str, values: dict[str, str]) -> JSON:
+    assert component["type"] == 4, f"not a text input: {component}"
+    value = values.get(label, component.get("value") or "")
+    assert len(value) <= component.get("max_length", 4000), f"{label}: {len(value)} characters"
+    assert value or not component.get("required", True), f"{label} is required"
+    return {
+        "type": 4,
+        "id": component.get("id", 0),
+        "custom_id": component["custom_id"],
+        "value": value,
+    }

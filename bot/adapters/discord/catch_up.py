@@ -58,12 +58,12 @@ class Holds:
                 await asyncio.wait_for(done.wait(), HOLD_SECONDS)
 
 
-async def catch_up(client: MemoryClient, settings: CatchUpConfig) -> None:
+async def catch_up(client: MemoryClient, settings: CatchUpConfig, *, until: datetime) -> None:
     """Store what was written in each recently active conversation since its newest stored
-    message; log the count (one line, and per conversation at DEBUG)."""
+    message and before ``until``, when the client connected (what is written from then on
+    arrives live); log the count (one line, and per conversation at DEBUG)."""
     if settings.hours <= 0:
         return
-    until = discord.utils.utcnow()  # connected: what is written from now on arrives live
     since = time.time() - settings.hours * 3600
     newest = await client.engine.store.newest_messages(platform="discord", since=since)
     client.holds.hold(latest.conversation_key for latest in newest)

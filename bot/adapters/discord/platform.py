@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from datetime import datetime
 
 import aiohttp
 import discord
@@ -115,10 +116,13 @@ class DiscordPlatform:
         ready = asyncio.create_task(self.client.wait_until_ready())
         await asyncio.wait({self._running, ready}, return_when=asyncio.FIRST_COMPLETED)
         if not self._running.done():
+            connected = discord.utils.utcnow()  # from now on messages arrive live
             if isinstance(self.client, discord.AutoShardedClient):
                 ids = ", ".join(str(shard) for shard in sorted(self.client.shards))
                 log.info("discord: shards %s of %s", ids, self.client.shard_count)
-            self._catch_up = asyncio.create_task(self._catch_up_now(), name="discord catch-up")
+            self._catch_up = asyncio.create_task(
+                self._catch_up_now(connected), name="discord catch-up"
+            )
             self.client.handler.take_over("discord", self.client.outbox_for)
             return
         ready.cancel()
@@ -148,9 +152,9 @@ class DiscordPlatform:
                 errors=(OSError, aiohttp.ClientError, TimeoutError),
             )
 
-    async def _catch_up_now(self) -> None:
+    async def _catch_up_now(self, until: datetime) -> None:
         try:
-            await catch_up(self.client, self.client.engine.config.catch_up)
+            await catch_up(self.client, self.client.engine.config.catch_up, until=until)
         except Exception:
             log.exception("discord catch-up failed")
 

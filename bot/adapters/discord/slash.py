@@ -1,6 +1,7 @@
 """Slash commands and the "Pin to memory" menu, registered from :data:`bot.core.commands.COMMANDS`.
 
-Every interaction is deferred at once (Discord allows 3 s) and answered with follow-ups.
+Every interaction is deferred at once (Discord allows 3 s) and answered with follow-ups, but
+``/settings persona``, which opens a form (:mod:`.settings_modal`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Any, NamedTuple
 import discord
 from discord import app_commands
 
+from bot.adapters.discord.access import ADMIN_PERMISSIONS, Admins, is_private
 from bot.adapters.discord.facts import conversation_of
 from bot.adapters.discord.render import split_message
+from bot.adapters.discord.settings_modal import PersonaForm, opens_persona_form
 from bot.adapters.discord.translate import jump_url, prompt_text
 from bot.config import DiscordConfig
 from bot.core.commands import COMMANDS, CommandSpec
@@ -34,29 +37,43 @@ class CommandRunner:
 
     def __init__(self, *, handler: Handler, settings: DiscordConfig) -> None:
         self._handler = handler
-        self._admins = frozenset(settings.admin_user_ids)
+        self._admins = Admins(settings)
 
     def can_manage(self, interaction: Interaction) -> bool:
-        """DMs are the caller's own; in servers Manage Messages, or the configured admins."""
-        if interaction.guild_id is None or interaction.user.id in self._admins:
-            return True
-        return interaction.permissions.manage_messages
+        return self._admins.can_manage(interaction)
 
-    async def run(self, interaction: Interaction, spec: CommandSpec, argument: str) -> None:
-        await interaction.response.defer(thinking=True, ephemeral=spec.ephemeral)
-        call = CommandCall(
+    def call_for(self, interaction: Interaction, name: str, argument: str) -> CommandCall:
+        """The core's command call for ``interaction``'s caller, channel and rights."""
+        return CommandCall(
             conversation=conversation_of(
                 guild_id=interaction.guild_id,
                 channel_id=interaction.channel_id or 0,
                 channel=interaction.channel,
             ),
-            name=spec.name,
+            name=name,
             argument=argument,
             user_id=str(interaction.user.id),
             user_name=interaction.user.display_name,
             can_manage=self.can_manage(interaction),
+            private=is_private(interaction),
             link_to=functools.partial(jump_url, interaction.guild_id, interaction.channel_id or 0),
         )
+
+    async def run(self, interaction: Interaction, spec: CommandSpec, argument: str) -> None:
+        """Run ``/NAME ARGUMENT`` for the caller. Those who may not change the persona get
+        it shown whole, as ``/settings persona`` does on other platforms, rather than a form
+        whose submission would be refused."""
+        if opens_persona_form(spec.name, argument) and self.can_manage(interaction):
+            await self.open_persona_form(interaction, spec)
+        else:
+            await self.execute(interaction, spec, argument, ephemeral=spec.ephemeral)
+
+    async def execute(
+        self, interaction: Interaction, spec: CommandSpec, argument: str, *, ephemeral: bool
+    ) -> None:
+        """Defer, run the core's command, follow up with its reply."""
+        await interaction.response.defer(thinking=True, ephemeral=ephemeral)
+        call = self.call_for(interaction, spec.name, argument)
         try:
             reply = await self._handler.command(call)
         except Exception:
@@ -66,17 +83,38 @@ class CommandRunner:
                 kind=ReplyKind.ERROR,
                 ephemeral=True,
             )
-        await self.answer(interaction, reply, deferred_ephemeral=spec.ephemeral)
+        await self.answer(interaction, reply, deferred_ephemeral=ephemeral)
+
+    async def open_persona_form(self, interaction: Interaction, spec: CommandSpec) -> None:
+        """The form holding the persona in force here; its submission sets it, answered to
+        the submitter alone."""
+        conversation = self.call_for(interaction, spec.name, "").conversation
+        try:
+            resolved = await self._handler.engine.settings.resolve(conversation)
+        except Exception:
+            log.exception("/settings persona failed in %s", conversation.key)
+            await interaction.response.send_message(
+                "/settings failed; the details are in the bot's log.", ephemeral=True
+            )
+            return
+
+        async def submit(submitted: Interaction, text: str) -> None:
+            await self.execute(submitted, spec, f"persona {text}", ephemeral=True)
+
+        form = PersonaForm(current=resolved.settings.system_prompt, submit=submit)
+        await interaction.response.send_modal(form)
 
     async def answer(
         self, interaction: Interaction, reply: Reply, *, deferred_ephemeral: bool
     ) -> None:
-        """Follow up the deferred response; an ephemeral reply to a public deferral replaces it."""
+        """Follow up the deferred response; an ephemeral reply to a public deferral replaces it,
+        and every part of a reply to an ephemeral deferral is ephemeral."""
         if reply.ephemeral and not deferred_ephemeral:
             await interaction.delete_original_response()
+        ephemeral = reply.ephemeral or deferred_ephemeral
         for part in split_message(reply.text):
             await interaction.followup.send(
-                part.text, ephemeral=reply.ephemeral, allowed_mentions=NO_MENTIONS
+                part.text, ephemeral=ephemeral, allowed_mentions=NO_MENTIONS
             )
 
     async def pin_message(self, interaction: Interaction, message: discord.Message) -> None:
@@ -144,7 +182,7 @@ def slash_command(runner: CommandRunner, spec: CommandSpec) -> app_commands.Comm
         app_commands.rename(argument=option.name)(command)
         app_commands.describe(argument=f"{spec.usage} — {spec.description}"[:100])(command)
     if spec.admin:
-        command.default_permissions = discord.Permissions(manage_messages=True)
+        command.default_permissions = ADMIN_PERMISSIONS
     return command
 
 

@@ -12,7 +12,7 @@ from tests.support.fake_discord import FakeDiscord, Person, eventually
 
 EPHEMERAL = 64
 DEFERRED_WITH_THINKING = 5
-MOD = Person(7010, "Mod", permissions=discord.Permissions(manage_messages=True))
+MOD = Person(7010, "Mod", permissions=discord.Permissions(manage_channels=True))
 
 
 def flags(entry: dict[str, Any]) -> int:
@@ -35,6 +35,7 @@ async def test_commands_are_synced_from_the_table_with_the_context_menu(
         "summarize",
         "search",
         "stats",
+        "settings",
         "reset",
         "help",
         "remember",
@@ -49,7 +50,7 @@ async def test_commands_are_synced_from_the_table_with_the_context_menu(
     assert by_name["remember"]["options"][0]["name"] == "text"
     assert by_name["forget"]["options"][0]["name"] == "id"
     assert "options" not in by_name["profile"] or not by_name["profile"]["options"]
-    manage = discord.Permissions(manage_messages=True).value
+    manage = discord.Permissions(manage_channels=True).value
     assert by_name["reset"]["default_member_permissions"] == manage
     assert by_name["pins"]["default_member_permissions"] is None
 
@@ -61,7 +62,7 @@ async def test_commands_sync_to_the_development_server(
         pass
     scope, commands = discord_fake.command_syncs[-1]
     assert scope == str(GUILD)
-    assert len(commands) == 12
+    assert len(commands) == 13
 
 
 async def test_pin_pins_and_stats_are_deferred_then_followed_up(
@@ -86,7 +87,7 @@ async def test_pin_pins_and_stats_are_deferred_then_followed_up(
     assert all(f["allowed_mentions"] == {"parse": []} for f in fake.followups)
 
 
-async def test_reset_needs_manage_messages_or_the_admin_list(
+async def test_reset_needs_manage_channels_or_the_admin_list(
     start_bot: StartBot, discord_fake: FakeDiscord
 ) -> None:
     fake = discord_fake

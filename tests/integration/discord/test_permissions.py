@@ -7,11 +7,11 @@ import discord
 from tests.support.discord_bot import ANA, BO, GENERAL, GUILD, StartBot
 from tests.support.fake_discord import FakeDiscord, Person
 
-MOD = Person(7010, "Mod", permissions=discord.Permissions(manage_messages=True))
+MOD = Person(7010, "Mod", permissions=discord.Permissions(manage_channels=True))
 CHANNEL = f"discord:{GUILD}:{GENERAL}"
 
 
-async def test_unpin_is_for_the_pins_author_or_manage_messages(
+async def test_unpin_is_for_the_pins_author_or_manage_channels(
     start_bot: StartBot, discord_fake: FakeDiscord
 ) -> None:
     fake = discord_fake
