@@ -16,7 +16,8 @@ from bot.config.textfile import NotUtf8, utf8_lines
 from bot.core.ports.store import AdminStore
 from bot.core.progress import shown
 from bot.core.wording import counted
-from bot.store.archive import ArchiveError, BackupError, dump_lines, os_reason, parse_lines
+from bot.store.archive import ArchiveError, dump_lines, parse_lines
+from bot.store.backup import BackupError, os_reason
 
 
 def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:

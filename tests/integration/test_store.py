@@ -11,11 +11,12 @@ import pytest
 
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Role
-from bot.core.ports.store import NewSummary
+from bot.core.ports.store import NewSummary, StorageError
 from bot.core.prompt.assembler import Prompt
 from bot.store.sqlite.store import SCHEMA_VERSION, DatabaseError, SqliteStore
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory, is_summary_request
+from tests.integration.test_store_postgres import one_after_another
 from tests.support.fake_llm import FakeLLM
 
 GENERAL = Conversation.console("general")
@@ -170,6 +171,76 @@ async def test_the_database_is_read_and_written_by_a_plain_sqlite3_connection(
         )
         assert [row.content for row in rows] == ["edited"]
         assert await store.count_messages(conversation_key=GENERAL.key) == 1
+    finally:
+        await store.close()
+
+
+async def test_settings_survive_a_reopen_with_their_changes(tmp_path: Path) -> None:
+    path = str(tmp_path / "bot.sqlite3")
+    store = await SqliteStore.open(path)
+    for value, at in (("gpt-4o", 1.0), ("llama3", 2.0)):
+        await store.change_setting(
+            scope=GENERAL.key, key="model", value=value, by_id="a", by_name="Ana", at=at
+        )
+    await store.close()
+    store = await SqliteStore.open(path)
+    try:
+        assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "llama3"}}
+        changes = await store.setting_changes(scope=GENERAL.key, limit=5)
+        assert [(c.old, c.new, c.by_name, c.at) for c in changes] == [
+            ("gpt-4o", "llama3", "Ana", 2.0),
+            (None, "gpt-4o", "Ana", 1.0),
+        ]
+    finally:
+        await store.close()
+
+
+async def test_processes_changing_one_setting_at_once_each_start_from_the_last(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "bot.sqlite3")
+    first, second = await SqliteStore.open(path), await SqliteStore.open(path)
+    try:
+        await asyncio.gather(
+            *(
+                store.change_setting(
+                    scope=GENERAL.key, key="model", value=f"m{n}", by_id="a", by_name="A", at=n
+                )
+                for n, store in enumerate([first, second] * 10)
+            )
+        )
+        changes = list(reversed(await second.setting_changes(scope=GENERAL.key, limit=50)))
+        assert len(changes) == 20 and changes[0].old is None
+        assert one_after_another(changes)
+        assert await first.settings_of(scopes=[GENERAL.key]) == {
+            GENERAL.key: {"model": changes[-1].new}
+        }
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_setting_whose_change_cannot_be_logged_is_not_changed(tmp_path: Path) -> None:
+    path = tmp_path / "bot.sqlite3"
+    store = await SqliteStore.open(str(path))
+    try:
+        await store.change_setting(
+            scope=GENERAL.key, key="model", value="short", by_id="a", by_name="A", at=1.0
+        )
+        shell = sqlite3.connect(path)
+        shell.execute(
+            "CREATE TRIGGER short BEFORE INSERT ON setting_changes WHEN length(new.new) >= 10"
+            " BEGIN SELECT RAISE(ABORT, 'too long'); END"
+        )
+        shell.commit()
+        shell.close()
+        with pytest.raises(StorageError, match="too long"):
+            await store.change_setting(
+                scope=GENERAL.key, key="model", value="far too long", by_id="a", by_name="A", at=2
+            )
+        assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "short"}}
+        assert len(await store.setting_changes(scope=GENERAL.key, limit=10)) == 1
+        assert (await store.health_problem() or "").startswith("cannot write")
     finally:
         await store.close()
 

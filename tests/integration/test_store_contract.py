@@ -12,6 +12,7 @@ import pytest
 
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
+from bot.core.ports.settings import SettingChange
 from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, Store, UsageTotals
 from bot.store.archive import ArchiveError
 from tests.support.stores import KIND_PARAMS, StoreKind, opened_store
@@ -575,6 +576,102 @@ async def test_term_counts_follow_edits_deletions_and_resets(store: Store) -> No
     }
     await store.reset(conversation=GENERAL, include_pins=False)
     assert await store.term_counts(conversation_key=key, terms=["apple"]) == {"apple": 0}
+
+
+# -- settings set per channel or thread ------------------------------------------------------
+
+NAMES = {"U1": "Ana", "U2": "Bo"}
+
+
+async def change(
+    store: Store, scope: str, key: str, value: str | None, *, by: str = "U1", at: float = 1.0
+) -> SettingChange:
+    return await store.change_setting(
+        scope=scope, key=key, value=value, by_id=by, by_name=NAMES[by], at=at
+    )
+
+
+async def test_settings_are_kept_per_scope_until_cleared(store: Store) -> None:
+    channel, thread = GENERAL.key, THREAD.key
+    made = await change(store, channel, "model", "gpt-4o")
+    assert made == SettingChange(channel, "model", None, "gpt-4o", "U1", "Ana", 1.0)
+    await change(store, channel, "recall", "off")
+    await change(store, thread, "model", "llama3")
+    assert await store.settings_of(scopes=[channel, thread, RANDOM.key]) == {
+        channel: {"model": "gpt-4o", "recall": "off"},
+        thread: {"model": "llama3"},
+    }
+    assert await store.settings_of(scopes=[thread]) == {thread: {"model": "llama3"}}
+    assert await store.settings_of(scopes=[]) == {}
+    replaced = await change(store, channel, "model", "gpt-4.1", by="U2", at=2.0)
+    assert (replaced.old, replaced.new, replaced.by_name) == ("gpt-4o", "gpt-4.1", "Bo")
+    cleared = await change(store, channel, "recall", None, at=3.0)
+    assert (cleared.old, cleared.new) == ("off", None)
+    await change(store, thread, "model", None)
+    assert await store.settings_of(scopes=[channel, thread]) == {channel: {"model": "gpt-4.1"}}
+
+
+async def test_each_change_is_logged_newest_first_and_one_that_changes_nothing_is_not(
+    store: Store,
+) -> None:
+    scope = GENERAL.key
+    await change(store, scope, "model", "a", at=1.0)
+    same = await change(store, scope, "model", "a", by="U2", at=2.0)
+    assert (same.old, same.new) == ("a", "a")
+    unset = await change(store, scope, "recall", None, at=3.0)  # clearing what is not set
+    assert (unset.old, unset.new) == (None, None)
+    await change(store, scope, "model", "b", by="U2", at=4.0)
+    await change(store, THREAD.key, "model", "c", at=5.0)  # the thread's own
+    await change(store, scope, "model", None, at=6.0)
+    assert list(await store.setting_changes(scope=scope, limit=10)) == [
+        SettingChange(scope, "model", "b", None, "U1", "Ana", 6.0),
+        SettingChange(scope, "model", "a", "b", "U2", "Bo", 4.0),
+        SettingChange(scope, "model", None, "a", "U1", "Ana", 1.0),
+    ]
+    assert [c.at for c in await store.setting_changes(scope=scope, limit=2)] == [6.0, 4.0]
+    assert [c.new for c in await store.setting_changes(scope=THREAD.key, limit=10)] == ["c"]
+    assert await store.setting_changes(scope=RANDOM.key, limit=10) == []
+
+
+async def test_scopes_are_found_by_a_setting_within_a_prefix_in_code_point_order(
+    store: Store,
+) -> None:
+    for scope in (
+        "slack:T1:C1",
+        "slack:T1:C1:5.0",
+        "slack:T1:a1",
+        "slack:T1:B1",
+        "slack:T10:C1",  # another workspace, its name starting as T1's does
+        "slack:TX:C1",  # what a LIKE pattern's _ would match
+        "discord:T1:C1",
+    ):
+        await change(store, scope, "memory_group", "ops")
+    await change(store, "slack:T1:C2", "memory_group", "dev")
+    await change(store, "slack:T1:C3", "model", "ops")  # the value, under another key
+    await change(store, "slack:T1:C4", "memory_group", "ops")
+    await change(store, "slack:T1:C4", "memory_group", None)
+    group = {"key": "memory_group", "value": "ops"}
+    assert await store.scopes_where(prefix="slack:T1:", **group) == [
+        "slack:T1:B1",
+        "slack:T1:C1",
+        "slack:T1:C1:5.0",
+        "slack:T1:a1",
+    ]
+    assert await store.scopes_where(prefix="slack:T_:", **group) == []
+    assert await store.scopes_where(prefix="slack:T%", **group) == []
+    assert await store.scopes_where(prefix="", key="memory_group", value="dev") == ["slack:T1:C2"]
+
+
+async def test_settings_outlast_a_reset_and_their_scopes_are_known(store: Store) -> None:
+    await add(store, "hello")
+    await change(store, GENERAL.key, "model", "a")
+    await change(store, "slack:T1:C7", "model", "b")  # a channel holding only a setting
+    await change(store, "slack:T1:C8", "model", "c")
+    await change(store, "slack:T1:C8", "model", None)  # only a change
+    assert await store.reset(conversation=GENERAL, include_pins=True) == 1
+    assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "a"}}
+    assert len(await store.setting_changes(scope=GENERAL.key, limit=10)) == 1
+    assert await store.known_keys() == {GENERAL.key, "slack:T1:C7", "slack:T1:C8"}
 
 
 # -- leases and the messages awaiting an answer ----------------------------------------------

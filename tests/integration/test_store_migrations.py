@@ -1,7 +1,7 @@
 """Every released database is taken forward: one of each earlier schema version, built from
 that version's own SQL (tests/support/old_schemas.py) and holding messages, pins and a
-summary, opens with today's store with all of them kept, searchable, and no Python function
-left in the database."""
+summary, opens with today's store with all of them kept, searchable, settings taken, and no
+Python function left in the database."""
 
 from __future__ import annotations
 
@@ -85,6 +85,10 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
         locker = await store.search_messages(
             conversation_key=GENERAL.key, terms=["locker"], before_id=100, limit=5
         )
+        await store.change_setting(
+            scope=GENERAL.key, key="model", value="m", by_id="cy", by_name="Cy", at=2.0
+        )
+        settings = await store.settings_of(scopes=[GENERAL.key])
     finally:
         await store.close()
     assert [(m.id, m.turn_id, m.author_name, m.content) for m in rows] == [
@@ -96,6 +100,7 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
     assert [m.id for m in chinese] == [3]
     assert counts == {"tangerine": 2, "42": 2} and stored == 3
     assert [m.id for m in locker] == [added.id]
+    assert settings == {GENERAL.key: {"model": "m"}}
     # A model's one ratio is carried over as a sample of 1,000 Latin tokens.
     assert calibration == [CalibrationSample("llama3", 1000, 0, 0, 1250)]
     shell = sqlite3.connect(path)  # no bot functions registered, as in the sqlite3 shell

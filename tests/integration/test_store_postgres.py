@@ -4,6 +4,7 @@ processes on one database, failures named without the password."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 
 import asyncpg
@@ -11,8 +12,9 @@ import pytest
 
 from bot.core.memory.terms import document_terms, query_terms
 from bot.core.models import Conversation, Role
+from bot.core.ports.settings import SettingChange
 from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, StorageError
-from bot.store.archive import BackupError
+from bot.store.backup import BackupError
 from bot.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.store import PostgresStore
 
@@ -305,3 +307,77 @@ async def test_an_answer_in_one_process_wakes_the_one_waiting_on_it_at_once(
     finally:
         await waiting.close()
         await answering.close()
+
+
+def one_after_another(changes: list[SettingChange]) -> bool:
+    """Whether each change (oldest first) starts from what the one before it set."""
+    return all(later.old == earlier.new for earlier, later in itertools.pairwise(changes))
+
+
+async def test_processes_changing_one_setting_at_once_each_start_from_the_last(
+    postgres_url: str,
+) -> None:
+    first, second = await PostgresStore.open(postgres_url), await PostgresStore.open(postgres_url)
+    try:
+        await asyncio.gather(
+            *(
+                store_.change_setting(
+                    scope=GENERAL.key, key="model", value=f"m{n}", by_id="U1", by_name="A", at=n
+                )
+                for n, store_ in enumerate([first, second] * 10)
+            )
+        )
+        changes = list(reversed(await first.setting_changes(scope=GENERAL.key, limit=50)))
+        assert len(changes) == 20 and changes[0].old is None
+        assert one_after_another(changes)
+        assert await second.settings_of(scopes=[GENERAL.key]) == {
+            GENERAL.key: {"model": changes[-1].new}
+        }
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_setting_whose_change_cannot_be_logged_is_not_changed(postgres_url: str) -> None:
+    store = await PostgresStore.open(postgres_url)
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await store.change_setting(
+            scope=GENERAL.key, key="model", value="short", by_id="U1", by_name="A", at=1.0
+        )
+        await admin.execute(
+            "ALTER TABLE setting_changes ADD CONSTRAINT short CHECK (length(new) < 10)"
+        )
+        with pytest.raises(StorageError):
+            await store.change_setting(
+                scope=GENERAL.key, key="model", value="far too long", by_id="U1", by_name="A", at=2
+            )
+        assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "short"}}
+        assert len(await store.setting_changes(scope=GENERAL.key, limit=10)) == 1
+        assert (await store.health_problem() or "").startswith("cannot write")
+    finally:
+        await admin.close()
+        await store.close()
+
+
+async def test_a_database_of_schema_5_keeps_its_messages_and_takes_settings(
+    postgres_url: str,
+) -> None:
+    db = await asyncpg.connect(postgres_url)
+    try:
+        await db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        await db.execute("INSERT INTO schema_version (version) VALUES (5)")
+        for script in MIGRATIONS[:5]:
+            await db.execute(script)
+    finally:
+        await db.close()
+    store = await PostgresStore.open(postgres_url)
+    try:
+        await add(store, "kept")
+        await store.change_setting(
+            scope=GENERAL.key, key="model", value="m", by_id="U1", by_name="A", at=1.0
+        )
+        assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "m"}}
+        assert await store.integrity_check() == "ok"
+    finally:
+        await store.close()

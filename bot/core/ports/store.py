@@ -467,8 +467,8 @@ class AdminStore(Protocol):
         ...
 
     async def known_keys(self) -> set[str]:
-        """Every conversation's key, and the channel of every pin (a channel may hold only
-        pins)."""
+        """Every conversation's key, the channel of every pin and every scope with settings
+        or setting changes (a channel may hold only those)."""
         ...
 
     async def get_meta(self, *, key: str) -> str | None: ...

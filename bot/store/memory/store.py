@@ -226,7 +226,12 @@ class MemoryStore(Messages, Leases, Settings):
         return infos
 
     async def known_keys(self) -> set[str]:
-        return set(self.conversation_rows) | {pin.channel_key for pin in self.pin_rows.values()}
+        return (
+            set(self.conversation_rows)
+            | {pin.channel_key for pin in self.pin_rows.values()}
+            | {scope for scope, values in self.setting_rows.items() if values}
+            | {change.scope for change in self.setting_log}
+        )
 
     async def get_meta(self, *, key: str) -> str | None:
         return self._meta.get(key)

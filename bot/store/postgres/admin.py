@@ -15,6 +15,7 @@ from typing import Any
 from bot.core.models import Role, render_content
 from bot.core.ports.store import ConversationInfo
 from bot.store import archive
+from bot.store.backup import BackupError
 from bot.store.postgres import records, schema
 from bot.store.postgres.connection import Connection, text
 
@@ -31,7 +32,10 @@ class Admin(Connection):
         return [ConversationInfo(str(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4]) for r in rows]
 
     async def known_keys(self) -> set[str]:
-        rows = await self._rows("SELECT key FROM conversations UNION SELECT channel_key FROM pins")
+        rows = await self._rows(
+            "SELECT key FROM conversations UNION SELECT channel_key FROM pins"
+            " UNION SELECT scope FROM settings UNION SELECT scope FROM setting_changes"
+        )
         return {str(row[0]) for row in rows}
 
     async def claim_request(self, *, request_id: str, keep_seconds: float) -> bool:
@@ -83,7 +87,7 @@ class Admin(Connection):
     async def backup(
         self, *, target: Path, pages: Callable[[int, int], None] = lambda done, total: None
     ) -> None:
-        raise archive.BackupError(
+        raise BackupError(
             f"{self.path} is a PostgreSQL database: back it up with PostgreSQL's own tools"
             f" (pg_dump -Fc -f {target} <database url>), or export it with `bot export`"
         )

@@ -12,6 +12,7 @@ from typing import Any
 from bot.core.models import Role, render_content
 from bot.core.ports.store import ConversationInfo
 from bot.store import archive
+from bot.store import backup as backups
 from bot.store.sqlite import search
 from bot.store.sqlite.connection import Connection
 
@@ -54,9 +55,12 @@ class Admin(Connection):
         return [ConversationInfo(*row) for row in rows]
 
     async def known_keys(self) -> set[str]:
-        """Every conversation's key, and the channel of every pin (a channel may hold only
-        pins)."""
-        rows = await self._rows("SELECT key FROM conversations UNION SELECT channel_key FROM pins")
+        """Every conversation's key, the channel of every pin and every scope with settings
+        or changes (a channel may hold only those)."""
+        rows = await self._rows(
+            "SELECT key FROM conversations UNION SELECT channel_key FROM pins"
+            " UNION SELECT scope FROM settings UNION SELECT scope FROM setting_changes"
+        )
         return {str(row[0]) for row in rows}
 
     async def claim_request(self, request_id: str, *, keep_seconds: float) -> bool:
@@ -112,7 +116,7 @@ class Admin(Connection):
         """A consistent copy of the database at ``target``, taken while the bot runs;
         ``pages``: copied and total, after each step."""
         async with self._write_lock:
-            await archive.backup(self._db, target, pages)
+            await backups.backup(self._db, target, pages)
 
     async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
         """One channel's conversations, messages, pins and summaries, and its people's

@@ -322,6 +322,32 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE usage ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0;
     """,
+    # 14: settings set in chat (/settings) per channel or thread: each scope's values, who set
+    # each and when, found by value too (the channels of a memory group); and every change,
+    # read newest first per scope.
+    """
+    CREATE TABLE settings (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        by_id TEXT NOT NULL,
+        by_name TEXT NOT NULL,
+        at REAL NOT NULL,
+        PRIMARY KEY (scope, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX settings_by_value ON settings (key, value, scope);
+    CREATE TABLE setting_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        old TEXT,
+        new TEXT,
+        by_id TEXT NOT NULL,
+        by_name TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX setting_changes_by_scope ON setting_changes (scope, id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

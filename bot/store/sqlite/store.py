@@ -4,7 +4,7 @@
 connection: every read and write runs on aiosqlite's thread, never on the event loop. WAL lets
 a read see every committed write without waiting for a writer in another process. Each concern
 lives in its own module (messages, turns, search, vectors, pins, profiles, summaries, usage,
-admin, leases); the schema and its migrations in :mod:`.schema`.
+admin, leases, settings); the schema and its migrations in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import aiosqlite
 
 from bot.core.models import Conversation
 from bot.core.ports.store import StorageError
-from bot.store import archive
+from bot.store.backup import os_reason
 from bot.store.sqlite import schema, search
 from bot.store.sqlite.admin import Admin, file_id
 from bot.store.sqlite.leases import Leases
@@ -27,6 +27,7 @@ from bot.store.sqlite.pins import Pins
 from bot.store.sqlite.profiles import Profiles
 from bot.store.sqlite.schema import SCHEMA_VERSION, DatabaseError
 from bot.store.sqlite.search import Search
+from bot.store.sqlite.settings import Settings
 from bot.store.sqlite.summaries import Summaries
 from bot.store.sqlite.turns import Turns
 from bot.store.sqlite.usage import Usage
@@ -38,7 +39,7 @@ _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
 class SqliteStore(
-    Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases
+    Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases, Settings
 ):
     @classmethod
     async def open(
@@ -59,7 +60,7 @@ class SqliteStore(
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise DatabaseError(
-                    f"cannot open database {path}: {archive.os_reason(exc, Path(path).parent)}"
+                    f"cannot open database {path}: {os_reason(exc, Path(path).parent)}"
                 ) from exc
         try:
             # Refusals come from here: aiosqlite's thread outlives a failed connect.
