@@ -14,15 +14,17 @@ _PERSON = "platform = ? AND workspace = ? AND user_id = ?"
 
 
 def _pins_and_profile(keys: int, *, facts: bool) -> str:
-    """One query for a prompt's pins (of ``keys`` channel keys) and the speaker's facts."""
-    marks = ", ".join("?" * keys)
-    sql = (
-        "SELECT 0, id, channel_key, text, tokens, author_name, created_at, author_id, NULL"  # noqa: S608 (constant columns)
-        f" FROM pins WHERE channel_key IN ({marks})"
+    """One query for a prompt's pins (of ``keys`` channel keys) and the speaker's facts, each
+    part read in id order from its index and merged, not sorted (by id alone: ordering by the
+    constant first column too would make SQLite sort each part)."""
+    pins = (
+        "SELECT 0, id, channel_key, text, tokens, author_name, created_at, author_id, NULL"
+        " FROM pins WHERE channel_key = ?"
     )
+    parts = [pins] * keys
     if facts:
-        sql += f" UNION ALL SELECT 1, {FACT_COLUMNS} FROM profile_facts WHERE {_PERSON}"  # noqa: S608 (constant columns)
-    return sql + " ORDER BY 1, 2"
+        parts.append(f"SELECT 1, {FACT_COLUMNS} FROM profile_facts WHERE {_PERSON}")  # noqa: S608 (constant columns)
+    return " UNION ALL ".join(parts) + " ORDER BY 2"
 
 
 def _person(person: Person) -> tuple[str, str, str]:
