@@ -16,7 +16,7 @@ from bot.core.memory.recall import RECALL_HEADING
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind
 from bot.core.prompt.layout import WORKSPACE_PINS_HEADING
 from bot.wiring import App, open_app
-from tests.conftest import ConfigFactory, is_summary_request
+from tests.conftest import ConfigFactory, Storage, is_summary_request
 from tests.support.fake_llm import FakeLLM, fake_embedding
 
 pytestmark = pytest.mark.stores("sqlite", "postgres")
@@ -162,3 +162,35 @@ async def test_a_private_channels_message_never_reaches_a_public_channels_prompt
         left = await run(app, "settings", "share-private off", PRIVATE, private=True)
         assert "left the memory group support" in left.text
         assert "papaya" not in str(await ask(app, llm, C1, question))
+
+
+async def test_workspace_pins_go_with_a_whole_export_and_their_own_key(
+    make_config: ConfigFactory, fresh_storage: Storage
+) -> None:
+    """Kept under ``slack:T1:*``: a whole export and import carries them, as does exporting
+    that key; a channel's export does not (they are the workspace's); ``bot reset --channel
+    'slack:T1:*' --pins`` finds that key among those the database holds and removes them."""
+    async with open_app(make_config()) as app:
+        await run(app, "pin", "--everywhere Deploys need two approvals", C1)
+        await run(app, "pin", "C1 keeps its own", C1)
+        whole = await app.store.export_records(channel_key=None)
+        channel = await app.store.export_records(channel_key=C1.channel_key)
+        workspace = await app.store.export_records(channel_key=C1.workspace_key)
+        known = await app.store.known_keys()
+        await app.store.reset(
+            conversation=Conversation.from_key(C1.workspace_key), include_pins=True
+        )
+        left = await app.store.pins(channel_key=C1.workspace_key)
+
+    def pins(records: list[dict[str, object]]) -> list[object]:
+        return [r["text"] for r in records if r["type"] == "pin"]
+
+    assert pins(whole) == ["Deploys need two approvals", "C1 keeps its own"]
+    assert pins(channel) == ["C1 keeps its own"]
+    assert pins(workspace) == ["Deploys need two approvals"]
+    assert C1.workspace_key in known
+    assert list(left) == []
+    async with open_app(make_config(storage=fresh_storage("copy"))) as there:
+        await there.store.import_records(records=whole)
+        prompt = await there.engine.preview(C3)
+    assert [p.text for p in prompt.prompt.pins] == ["Deploys need two approvals"]
