@@ -28,7 +28,7 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
     export = commands.add_parser(
         "export",
         parents=[common],
-        help="write messages, pins, summaries and profiles as JSON Lines",
+        help="write messages, pins, summaries, profiles and settings as JSON Lines",
         description="Write the database, or one channel, as JSON Lines (bot import reads it).",
     )
     export.add_argument(
@@ -45,7 +45,9 @@ def add_parsers(commands: Commands, common: argparse.ArgumentParser) -> None:
         help="read back what export wrote",
         description="Read back what bot export wrote, in one transaction: nothing is written"
         " when a conversation, message, pin or summary is already there. Profile facts are"
-        " merged: one its person already has (the same text) is skipped.",
+        " merged: one its person already has (the same text) is skipped. Settings are"
+        " skipped where the same are here already (a reset keeps them), refused where"
+        " others are.",
     )
     imp.add_argument("file", metavar="FILE", nargs="?", type=Path, help="default: stdin")
 
@@ -127,5 +129,7 @@ async def import_(store: AdminStore, args: argparse.Namespace) -> int:
         skipped += (
             f"; {counted(forgotten, 'profile fact')} deleted here with /forget, not brought back"
         )
+    if imported.known_settings:
+        skipped += f"; {counted(imported.known_settings, 'setting record')} already here, skipped"
     print(f"imported {counted(imported.records, 'record')}{skipped}", file=sys.stderr)
     return EXIT_OK

@@ -1,7 +1,8 @@
 """JSON Lines export and import of the SQLite store (``bot export``, ``bot import``).
 
 An export is one JSON object a line, each with a ``type``: ``conversation``, ``message``,
-``pin``, ``summary``, ``profile_fact`` or ``profile_forget``, and the row's columns by name.
+``pin``, ``summary``, ``profile_fact``, ``profile_forget``, ``setting`` or ``setting_change``,
+and the row's columns by name.
 Ids are kept, so that turns (``reply_to``), summaries' ranges and pin numbers mean the same
 after an import: a round trip is exact.
 
@@ -11,7 +12,9 @@ in its workspace. On import, a fact its person's profile already holds (the same
 ``/remember`` compares) is skipped rather than refused, and so is a fact written before that
 person's last ``/forget`` in the database imported into (deleted there, or cleared with the
 rest of their profile: an import does not undo a ``/forget``); a fact whose id is taken gets a
-new one, and the later of two ``/forget`` times is kept; every other record must be new.
+new one, and the later of two ``/forget`` times is kept. Settings set in chat go with their
+channel and its threads, and are skipped where the same are here already
+(:mod:`bot.store.archive_settings`); every other record must be new.
 
 A message from an export older than importance (no ``importance`` or ``marks``) is scored as
 the bot scores a message it stores, with no 📌 marks. Embedding vectors are not exported:
@@ -32,6 +35,7 @@ import aiosqlite
 
 from bot.core.memory.importance import score
 from bot.core.models import Conversation
+from bot.store import archive_settings
 
 # Table, record type, columns.
 _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
@@ -57,6 +61,7 @@ _TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
             "id platform workspace user_id text tokens source created_at",
         ),
         ("profile_forgets", "profile_forget", "platform workspace user_id forgot_at"),
+        *archive_settings.TABLES,
     )
 )
 _BY_TYPE = {kind: (table, columns) for table, kind, columns in _TABLES}
@@ -69,8 +74,9 @@ _CHANNEL_PEOPLE = (
     " (SELECT author_id FROM messages WHERE role = 'user' AND conversation IN"
     " (SELECT key FROM conversations WHERE channel_key = :channel))"
 )
+_CHANNEL_SCOPES = "scope = :channel OR substr(scope, 1, length(:channel) + 1) = :channel || ':'"
 # Which rows belong to a channel: the channel's own conversation, its threads, its pins, the
-# profiles of its people.
+# profiles of its people, its and its threads' settings.
 _CHANNEL_FILTER = {
     "conversations": "channel_key = :channel",
     "messages": _CHANNEL_MESSAGES,
@@ -78,7 +84,10 @@ _CHANNEL_FILTER = {
     "summaries": _CHANNEL_MESSAGES,
     "profile_facts": _CHANNEL_PEOPLE,
     "profile_forgets": _CHANNEL_PEOPLE,
+    "settings": _CHANNEL_SCOPES,
+    "setting_changes": _CHANNEL_SCOPES,
 }
+_ORDER = {"settings": "scope, key"}  # else rowid
 
 
 class ArchiveError(Exception):
@@ -93,6 +102,8 @@ class Imported:
     """Profile facts skipped: their person's profile already held the same text."""
     forgotten_facts: int
     """Profile facts skipped: written before their person's last ``/forget`` here."""
+    known_settings: int = 0
+    """Settings and setting changes skipped: the same were here already."""
 
 
 _CHUNK = 1000  # rows read (and written out) at a time
@@ -130,7 +141,8 @@ async def export_each(
         sized(total)
         for table, kind, columns in _TABLES:
             async with db.execute(
-                f"SELECT {', '.join(columns)} FROM {table}{wheres[table]} ORDER BY rowid",  # noqa: S608
+                f"SELECT {', '.join(columns)} FROM {table}{wheres[table]}"  # noqa: S608
+                f" ORDER BY {_ORDER.get(table, 'rowid')}",
                 params,
             ) as cursor:
                 while rows := list(await cursor.fetchmany(_CHUNK)):
@@ -174,6 +186,8 @@ def parse_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
             raise ArchiveError(f"line {number}: {kind} lacks {', '.join(missing)}")
         if kind == "profile_fact" and not isinstance(record["text"], str):
             raise ArchiveError(f"line {number}: profile_fact's text is not text")
+        if kind in archive_settings.KINDS and (wrong := archive_settings.malformed(record)):
+            raise ArchiveError(f"line {number}: {wrong}")
         records.append(record)
     return records
 
@@ -359,9 +373,16 @@ async def import_records(
                 "SELECT platform, workspace, user_id, forgot_at FROM profile_forgets"
             )
         }
+        settings = archive_settings.compare(
+            records, *await archive_settings.held_in_sqlite(db, records)
+        )
+        if settings.refusal is not None:
+            raise ArchiveError(settings.refusal)
         for number, record in enumerate(records, 1):
             if number % _CHUNK == 0:
                 advance(_CHUNK)
+            if number - 1 in settings.skipped:
+                continue
             if record["type"] == "profile_fact":
                 person = (record["platform"], record["workspace"], record["user_id"])
                 outcome = await _import_fact(db, record, forgot.get(person))
@@ -388,7 +409,7 @@ async def import_records(
         await db.execute("ROLLBACK")
         raise
     await db.execute("COMMIT")
-    return Imported(written, known, forgotten)
+    return Imported(written, known, forgotten, len(settings.skipped))
 
 
 def _created_at(record: dict[str, Any]) -> float:

@@ -94,6 +94,8 @@ TABLES: tuple[Table, ...] = (
     ),
     _table("profile_facts", "id", "id platform workspace user_id text tokens source created_at"),
     _table("profile_forgets", "platform workspace user_id", "platform workspace user_id forgot_at"),
+    _table("settings", "scope key", "scope key value by_id by_name at"),
+    _table("setting_changes", "id", "id scope key old new by_id by_name at"),
 )
 """The data, in the order it is copied (a vector after its message)."""
 
@@ -108,7 +110,14 @@ BOOKKEEPING: tuple[Table, ...] = (
 )
 """Made equal to the source's, whatever the target held (a bot run writes them too)."""
 
-IDENTITIES = ("messages", "pins", "summaries", "profile_facts", "calibration_samples")
+IDENTITIES = (
+    "messages",
+    "pins",
+    "summaries",
+    "profile_facts",
+    "setting_changes",
+    "calibration_samples",
+)
 
 
 class MigrationError(Exception):

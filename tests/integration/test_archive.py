@@ -1,7 +1,7 @@
 """``bot backup``, ``bot export``, ``bot import`` and ``bot reset``: a channel round-trips
-exactly, profiles, 📌 marks and importance included, imported messages are found by recall,
-an export from before profiles still imports, and a backup taken while the bot runs is a
-consistent database."""
+exactly, profiles, 📌 marks, importance and settings included, imported messages are found by
+recall, an export from before profiles still imports, and a backup taken while the bot runs is
+a consistent database."""
 
 from __future__ import annotations
 
@@ -29,10 +29,20 @@ THREAD = Conversation("slack", "T1", "C1", "1700000000.000100")
 OTHER = Conversation("slack", "T1", "C2")
 ELSEWHERE = Conversation("slack", "T2", "C1")  # another workspace
 ANA = Person("slack", "T1", "U1")
+SETTINGS = (  # scope, key, value: C1's, its thread's, C2's and C10's (a key like C1's)
+    (TEAM.key, "model", "gpt-4o"),
+    (TEAM.key, "recall", "off"),
+    (TEAM.key, "recall", None),
+    (THREAD.key, "model", "llama3"),
+    (OTHER.key, "model", "other"),
+    ("slack:T1:C10", "model", "other"),
+)
+TEAM_CHANGES = 4  # of C1 and its thread, whose settings are two more records
 
 
 async def fill(app: App) -> None:
-    """Messages and answers in a channel, its thread and another channel; a pin; a summary."""
+    """Messages and answers in a channel, its thread and another channel; a pin; a summary;
+    settings."""
     for conversation in (TEAM, THREAD, OTHER):
         for n in range(3):
             await app.engine.handle_message(
@@ -55,6 +65,10 @@ async def fill(app: App) -> None:
         previous_id=None,
     )
     assert saved is not None
+    for at, (scope, key, value) in enumerate(SETTINGS, 1):
+        await app.store.change_setting(
+            scope=scope, key=key, value=value, by_id="U1", by_name="Ana", at=float(at)
+        )
 
 
 async def test_a_channel_round_trips_exactly_through_export_and_import(
@@ -66,6 +80,11 @@ async def test_a_channel_round_trips_exactly_through_export_and_import(
     assert kinds.count("conversation") == 2  # the channel and its thread, not C2
     assert kinds.count("pin") == 1 and kinds.count("summary") == 1
     assert {r["conversation"] for r in exported if r["type"] == "message"} == {
+        TEAM.key,
+        THREAD.key,
+    }
+    assert kinds.count("setting") == 2 and kinds.count("setting_change") == TEAM_CHANGES
+    assert {r["scope"] for r in exported if r["type"].startswith("setting")} == {
         TEAM.key,
         THREAD.key,
     }
@@ -81,6 +100,15 @@ async def test_a_channel_round_trips_exactly_through_export_and_import(
         assert await fresh.latest_summary(conversation_key=TEAM.key) == (
             await app.store.latest_summary(conversation_key=TEAM.key)
         )
+        scopes = [TEAM.key, THREAD.key, OTHER.key]
+        assert await fresh.settings_of(scopes=scopes) == {
+            TEAM.key: {"model": "gpt-4o"},
+            THREAD.key: {"model": "llama3"},
+        }
+        for scope in scopes[:2]:
+            assert await fresh.setting_changes(scope=scope, limit=9) == (
+                await app.store.setting_changes(scope=scope, limit=9)
+            )
     finally:
         await fresh.close()
 
@@ -99,8 +127,12 @@ async def test_import_after_a_reset_restores_the_channel_and_refuses_duplicates(
     assert await app.store.export_records(channel_key=TEAM.channel_key) == exported
     for conversation in (TEAM, THREAD):
         await app.store.reset(conversation=conversation, include_pins=True)
-    # The conversations' rows stay (a reset counts in their generation): they take the file's.
-    assert (await app.store.import_records(exported)).records == len(exported)
+    # The conversations' rows stay (a reset counts in their generation): they take the file's;
+    # so do the settings (the reset kept them), skipped.
+    imported = await app.store.import_records(exported)
+    settings = 2 + TEAM_CHANGES
+    assert (imported.records, imported.known_settings) == (len(exported) - settings, settings)
+    assert len(await app.store.setting_changes(scope=TEAM.key, limit=9)) == 3
     again = await app.store.export_records(channel_key=TEAM.channel_key)
     assert [r for r in again if r["type"] != "conversation"] == [
         r for r in exported if r["type"] != "conversation"
@@ -131,6 +163,20 @@ def test_bad_export_lines_are_refused_with_their_line_number() -> None:
         parse_lines(['{"type": "pin"}'])
     with pytest.raises(ArchiveError, match="no known 'type'"):
         parse_lines(['{"type": "table"}'])
+    with pytest.raises(ArchiveError, match="line 1: setting lacks value, by_id, by_name, at"):
+        parse_lines(['{"type": "setting", "scope": "slack:T1:C1", "key": "model"}'])
+    change = {"type": "setting_change", "id": 1, "scope": "slack:T1:C1", "key": "model",
+              "old": None, "new": "m", "by_id": "U1", "by_name": "Ana", "at": 1.5}  # fmt: skip
+    assert parse_lines([json.dumps(change)]) == [change]
+    for wrong, said in (
+        ({"id": "1"}, "setting_change's id is not a whole number"),
+        ({"new": 7}, "setting_change's old or new value is neither text nor null"),
+        ({"by_name": None}, "setting_change's by_name is not text"),
+        ({"at": "noon"}, "setting_change's at is not a time"),
+        ({"type": "setting", "value": None}, "setting's value is not text"),
+    ):
+        with pytest.raises(ArchiveError, match=f"line 1: {said}$"):
+            parse_lines([json.dumps({**change, **wrong})])
 
 
 async def test_a_backup_taken_while_the_bot_runs_is_consistent(app: App, tmp_path: Path) -> None:
@@ -446,7 +492,9 @@ async def test_the_shell_restores_a_channel_with_its_threads_as_the_refusal_says
         "reset slack:T1:C1 and 1 of its threads: 10 messages deleted and its channel's pins\n"
     )
     assert "slack:T1:C2" in bot("stats", "--config", config).stdout  # another channel: kept
-    assert bot("import", "--config", config, str(dump)).returncode == 0
+    restored = bot("import", "--config", config, str(dump))
+    assert restored.returncode == 0
+    assert restored.stderr.endswith("; 6 setting records already here, skipped\n")
     again = bot("export", "--config", config, "--channel", "slack:T1:C1")
     assert [line for line in again.stdout.splitlines() if '"type": "conversation"' not in line] == [
         line for line in dump.read_text().splitlines() if '"type": "conversation"' not in line

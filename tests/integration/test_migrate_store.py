@@ -75,10 +75,20 @@ async def say(
     return stored.id
 
 
+SETTINGS = (  # scope, key, value, in the order they are changed
+    (CHANNEL.key, "model", "gpt-4o"),
+    (CHANNEL.key, "recall", "off"),
+    (CHANNEL.key, "model", "llama3"),
+    (CHANNEL.key, "recall", None),
+    (THREAD.key, "model", "qwen"),
+    (DISCORD.key, "memory_group", "ops"),
+)
+
+
 async def a_kept_database(path: Path) -> dict[str, int]:
     """What a bot leaves in SQLite: three conversations (one a thread), answers, pins, a
-    summary, profile facts (one forgotten), usage, calibration samples, vectors; a deleted message.
-    Returns ids the tests look for."""
+    summary, profile facts (one forgotten), usage, calibration samples, vectors, settings and
+    their changes; a deleted message. Returns ids the tests look for."""
     store = await SqliteStore.open(str(path))
     try:
         ids = {"root": await say(store, CHANNEL, "Who owns the billing service?", message_id="1.1")}
@@ -125,6 +135,10 @@ async def a_kept_database(path: Path) -> dict[str, int]:
             )
         await store.set_meta(key="token_encoding", value="o200k_base")
         assert await store.claim_request(request_id="req-1", keep_seconds=3600)
+        for at, (scope, key, value) in enumerate(SETTINGS, 1):
+            await store.change_setting(
+                scope=scope, key=key, value=value, by_id="U1", by_name="Ana", at=float(at)
+            )
     finally:
         await store.close()
     return ids
@@ -139,6 +153,8 @@ async def test_everything_is_read_back_through_the_postgresql_store(
     assert await run(path, "--to", postgres_url) == 0
     out = capsys.readouterr()
     assert "messages" in out.out and "verified:" in out.err
+    rows = {line.split()[0]: line.split()[1:] for line in out.out.splitlines()[1:]}
+    assert (rows["settings"], rows["setting_changes"]) == (["3", "3"], ["6", "6"])
     store = await PostgresStore.open(postgres_url)
     try:
         for conversation in (CHANNEL, THREAD, DISCORD):
@@ -180,6 +196,19 @@ async def test_everything_is_read_back_through_the_postgresql_store(
         )] == [ids["chinese"], ids["root"]]  # fmt: skip
         assert await store.get_meta(key="token_encoding") == "o200k_base"
         assert not await store.claim_request(request_id="req-1", keep_seconds=3600)
+        scopes = [CHANNEL.key, THREAD.key, DISCORD.key]
+        assert await store.settings_of(scopes=scopes) == {
+            CHANNEL.key: {"model": "llama3"},
+            THREAD.key: {"model": "qwen"},
+            DISCORD.key: {"memory_group": "ops"},
+        }
+        for scope in scopes:
+            assert await store.setting_changes(
+                scope=scope, limit=10
+            ) == await before.setting_changes(scope=scope, limit=10)
+        assert await store.scopes_where(prefix="discord:", key="memory_group", value="ops") == [
+            DISCORD.key
+        ]
         for words, found in (("who owns billing", "root"), ("密码", "chinese")):
             terms = query_terms(words)
             hits = await store.search_messages(
@@ -195,6 +224,11 @@ async def test_everything_is_read_back_through_the_postgresql_store(
             channel_key=DISCORD.channel_key, text="x", tokens=1, author_id="U", author_name="U"
         )
         assert pin.id == 2
+        made = await store.change_setting(  # a new id, past the copied changes
+            scope=CHANNEL.key, key="model", value="m", by_id="U1", by_name="Ana", at=9.0
+        )
+        assert (made.old, made.new) == ("llama3", "m")
+        assert (await store.setting_changes(scope=CHANNEL.key, limit=1))[0] == made
         newer = CalibrationSample("llama3", 10, 0, 0, 11)
         await store.add_calibration_sample(sample=newer, keep=2)  # a new id, past the copied
         assert await store.calibration_samples() == [SAMPLES[1], newer]

@@ -525,6 +525,12 @@ async def test_an_export_is_imported_whole_into_either_store(
     )
     await store.save_summary(summary=summary_of("s"), generation=0, previous_id=None)
     await store.add_profile_fact(person=ANA, text="likes tea", tokens=2, source=FactSource.USER)
+    await change(store, GENERAL.key, "model", "gpt-4o")
+    await change(store, GENERAL.key, "recall", "off")
+    await change(store, GENERAL.key, "recall", None)  # only its changes are left
+    await change(store, THREAD.key, "model", "llama3", by="U2", at=2.0)
+    await change(store, RANDOM.key, "model", "elsewhere")
+    await change(store, "slack:T1:C10", "model", "elsewhere")  # its key starts as C1's does
     channel = await store.export_records(channel_key=GENERAL.channel_key)
     assert {r["type"] for r in channel} == {
         "conversation",
@@ -532,17 +538,69 @@ async def test_an_export_is_imported_whole_into_either_store(
         "pin",
         "summary",
         "profile_fact",
+        "setting",
+        "setting_change",
     }
     assert "elsewhere" not in json.dumps(channel)
+    assert sorted((r["scope"], r["key"]) for r in channel if r["type"] == "setting") == [
+        (GENERAL.key, "model"),
+        (THREAD.key, "model"),
+    ]
+    assert sum(r["type"] == "setting_change" for r in channel) == 4
     everything = await store.export_records(channel_key=None)
+    scopes = [GENERAL.key, THREAD.key, RANDOM.key, "slack:T1:C10"]
     (tmp_path / "there").mkdir()
     async with opened_store(target, tmp_path / "there", request) as there:
         imported = await there.import_records(records=everything)
         assert imported.records == len(everything)
         assert _sorted(await there.export_records(channel_key=None)) == _sorted(everything)
+        assert await there.settings_of(scopes=scopes) == await store.settings_of(scopes=scopes)
+        for scope in scopes:
+            assert await there.setting_changes(
+                scope=scope, limit=10
+            ) == await store.setting_changes(scope=scope, limit=10)
+        # New changes take ids past the imported ones: they are the newest.
+        await change(there, GENERAL.key, "model", "newer", at=0.5)
+        assert (await there.setting_changes(scope=GENERAL.key, limit=1))[0].new == "newer"
         with pytest.raises(ArchiveError, match="nothing imported"):
             await there.import_records(records=channel)
         assert (await there.usage(conversation_key=GENERAL.key)) == []
+
+
+async def test_an_import_skips_the_settings_already_here_and_refuses_others(
+    store: Store, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    await add(store, "hello")
+    await change(store, GENERAL.key, "model", "a")
+    await change(store, GENERAL.key, "model", "b", at=2.0)
+    await change(store, THREAD.key, "recall", "off")
+    exported = await store.export_records(channel_key=GENERAL.channel_key)
+    settings = sum(r["type"] in ("setting", "setting_change") for r in exported)
+    assert settings == 5
+    # Restoring the channel after a reset, which kept its settings: they are skipped.
+    await store.reset(conversation=GENERAL, include_pins=True)
+    imported = await store.import_records(records=exported)
+    assert (imported.records, imported.known_settings) == (len(exported) - settings, settings)
+    assert await store.count_messages(conversation_key=GENERAL.key) == 1
+    assert len(await store.setting_changes(scope=GENERAL.key, limit=10)) == 2
+    # Settings changed here since the export: refused, nothing written.
+    await store.reset(conversation=GENERAL, include_pins=True)
+    await change(store, THREAD.key, "model", "c", by="U2", at=3.0)
+    with pytest.raises(ArchiveError) as refused:
+        await store.import_records(records=exported)
+    assert str(refused.value) == (
+        f'{THREAD.key} has other settings here (model: "c" here, not set in the file);'
+        " nothing imported (change them here to the file's with /settings, or import into"
+        " another database)"
+    )
+    assert await store.count_messages(conversation_key=GENERAL.key) == 0
+    # A change whose id is another change's in the database imported into: refused.
+    (tmp_path / "there").mkdir()
+    async with opened_store("sqlite", tmp_path / "there", request) as there:
+        await change(there, RANDOM.key, "model", "x")
+        with pytest.raises(ArchiveError, match=r"setting_change 1 is another change here \("):
+            await there.import_records(records=exported)
+        assert await there.settings_of(scopes=[GENERAL.key, THREAD.key]) == {}
 
 
 async def test_term_counts_leave_other_conversations_out(store: Store) -> None:

@@ -147,6 +147,11 @@ class ImportedRecords(Protocol):
         """Profile facts skipped: written before their person's last ``/forget`` here."""
         ...
 
+    @property
+    def known_settings(self) -> int:
+        """Settings and setting changes skipped: the same were here already."""
+        ...
+
 
 class MessageStore(Protocol):
     """The conversations' messages: storing, editing, turns, search and vectors."""
@@ -422,8 +427,9 @@ class AdminStore(Protocol):
         ...
 
     async def export_records(self, *, channel_key: str | None) -> list[dict[str, Any]]:
-        """One channel's conversations (and its threads'), messages, pins and summaries, and
-        its people's profiles (everything, when None), as ``bot.store.archive`` records."""
+        """One channel's conversations (and its threads'), messages, pins, summaries and
+        settings with their changes, and its people's profiles (everything, when None), as
+        ``bot.store.archive`` records."""
         ...
 
     async def export_each(
@@ -441,7 +447,8 @@ class AdminStore(Protocol):
         self, *, records: list[dict[str, Any]], advance: Callable[[int], None] = ...
     ) -> ImportedRecords:
         """Write exported records, all or none: refused (``ArchiveError``) when a
-        conversation, message, pin or summary is already there."""
+        conversation, message, pin or summary is already there, or a scope holds other
+        settings (:mod:`bot.store.archive_settings`)."""
         ...
 
     async def health_problem(self) -> str | None:

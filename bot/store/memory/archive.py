@@ -1,6 +1,6 @@
 """Export, import and backup for the in-memory store, in ``bot.store.archive``'s records
 (the same JSON Lines ``bot export`` writes), with the same rules: ids kept, all or nothing,
-profile facts merged."""
+profile facts merged, settings already here skipped."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from typing import Any
 
 from bot.core.memory.importance import score
 from bot.core.models import Conversation, FactSource, Person, Pin, ProfileFact, Role, Summary
+from bot.core.ports.settings import SettingChange
+from bot.store import archive_settings
 from bot.store.archive import ArchiveError, Imported, dump_lines
-from bot.store.memory.tables import ConversationRow, MessageRow, Tables
+from bot.store.archive_settings import CHANGE_COLUMNS, in_channel
+from bot.store.memory.tables import ConversationRow, MessageRow, SettingRow, Tables
 
 
 def _message(row: Any) -> dict[str, Any]:
@@ -44,8 +47,8 @@ def _person(person: Person) -> dict[str, str]:
 
 
 def export_records(store: Tables, *, channel_key: str | None) -> list[dict[str, Any]]:
-    """One channel's conversations, messages, pins and summaries and its people's profiles
-    (everything, when None)."""
+    """One channel's conversations, messages, pins and summaries, its people's profiles and
+    its and its threads' settings (everything, when None)."""
     keys = {
         key
         for key, row in store.conversation_rows.items()
@@ -93,7 +96,24 @@ def export_records(store: Tables, *, channel_key: str | None) -> list[dict[str, 
         for person, at in store.forgets.items()
         if people is None or person in people
     ]
-    return records
+    return records + _settings(store, channel_key)
+
+
+def _settings(store: Tables, channel_key: str | None) -> list[dict[str, Any]]:
+    def wanted(scope: str) -> bool:
+        return channel_key is None or in_channel(scope, channel_key)
+
+    records = [
+        {"type": "setting", "scope": scope, "key": key, **dataclasses.asdict(row)}
+        for scope in sorted(store.setting_rows)
+        if wanted(scope)
+        for key, row in sorted(store.setting_rows[scope].items())
+    ]
+    return records + [
+        {"type": "setting_change", "id": ident, **dataclasses.asdict(change)}
+        for ident, change in sorted(store.setting_log.items())
+        if wanted(change.scope)
+    ]
 
 
 def _id(row: Any) -> int:
@@ -133,13 +153,18 @@ def _clash(store: Tables, records: Iterable[dict[str, Any]]) -> str | None:
 
 def import_records(store: Tables, records: list[dict[str, Any]]) -> Imported:
     """Write ``records`` (all, or none when one is already here), profile facts merged."""
-    refusal = _clash(store, records)
+    held = {s: {k: row.value for k, row in v.items()} for s, v in store.setting_rows.items()}
+    changes = {ident: dataclasses.astuple(change) for ident, change in store.setting_log.items()}
+    settings = archive_settings.compare(records, held, changes)
+    refusal = settings.refusal or _clash(store, records)
     if refusal is not None:
         raise ArchiveError(refusal)
     forgot = dict(store.forgets)  # as before the import: the archive's own are the source's
     written = known = forgotten = 0
-    for record in records:
+    for number, record in enumerate(records):
         kind = record["type"]
+        if number in settings.skipped:
+            continue
         if kind == "profile_fact":
             outcome = _import_fact(store, record, forgot)
             known += outcome == "known"
@@ -152,7 +177,7 @@ def import_records(store: Tables, records: list[dict[str, Any]]) -> Imported:
         else:
             _import_row(store, record)
         written += 1
-    return Imported(written, known, forgotten)
+    return Imported(written, known, forgotten, len(settings.skipped))
 
 
 def _import_row(store: Tables, record: dict[str, Any]) -> None:
@@ -178,6 +203,11 @@ def _import_row(store: Tables, record: dict[str, Any]) -> None:
         fields["conversation_key"] = fields.pop("conversation")
         fields["rebuilt"] = bool(fields["rebuilt"])
         store.summaries[record["id"]] = Summary(**fields)
+    elif kind == "setting":
+        row = SettingRow(record["value"], record["by_id"], record["by_name"], record["at"])
+        store.setting_rows.setdefault(record["scope"], {})[record["key"]] = row
+    elif kind == "setting_change":
+        store.setting_log[record["id"]] = SettingChange(*(record[c] for c in CHANGE_COLUMNS))
 
 
 def _import_fact(store: Tables, record: dict[str, Any], forgot: dict[Person, float]) -> str:

@@ -235,7 +235,7 @@ class MemoryStore(Messages, Leases, Settings):
             set(self.conversation_rows)
             | {pin.channel_key for pin in self.pin_rows.values()}
             | {scope for scope, values in self.setting_rows.items() if values}
-            | {change.scope for change in self.setting_log}
+            | {change.scope for change in self.setting_log.values()}
         )
 
     async def get_meta(self, *, key: str) -> str | None:

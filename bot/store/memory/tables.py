@@ -61,6 +61,16 @@ class AwaitingRow:
     shown_as: str | None = None
 
 
+@dataclass(frozen=True)
+class SettingRow:
+    """A setting's value, and who set it when."""
+
+    value: str
+    by_id: str
+    by_name: str
+    at: float
+
+
 @dataclass
 class ConversationRow:
     key: str
@@ -87,8 +97,8 @@ class Tables:
         self.lease_rows: dict[str, tuple[str, float]] = {}  # name: holder, runs until
         self.awaiting: dict[int, AwaitingRow] = {}  # message id: ...
         self._last_ids: dict[str, int] = {}  # per table: the last id given
-        self.setting_rows: dict[str, dict[str, str]] = {}  # scope: key: value
-        self.setting_log: list[SettingChange] = []  # oldest first
+        self.setting_rows: dict[str, dict[str, SettingRow]] = {}  # scope: key: ...
+        self.setting_log: dict[int, SettingChange] = {}  # change id: ...
 
     def next_id(self, name: str, table: dict[int, Any]) -> int:
         """A new id for the table ``name``, past every one it held so far (never used twice,

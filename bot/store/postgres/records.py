@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import asyncpg
 
 from bot.core.models import Conversation
-from bot.store import archive
+from bot.store import archive, archive_settings
 from bot.store.archive import _BY_TYPE, _CHUNK, _TABLES, ArchiveError, Imported, _values
 from bot.store.postgres import search
 from bot.store.postgres.connection import text
@@ -31,10 +31,17 @@ _CHANNEL_FILTER = {
     "summaries": _CHANNEL_MESSAGES,
     "profile_facts": _CHANNEL_PEOPLE,
     "profile_forgets": _CHANNEL_PEOPLE,
+    "settings": "scope = $1 OR starts_with(scope, $1 || ':')",
+    "setting_changes": "scope = $1 OR starts_with(scope, $1 || ':')",
 }
-_ORDER = {"conversations": "key", "profile_forgets": "platform, workspace, user_id"}
-_TEXT = {"author_name", "content", "text"}  # columns whose NUL characters are replaced
-_IDENTITIES = ("messages", "pins", "summaries", "profile_facts")
+_ORDER = {
+    "conversations": "key",
+    "profile_forgets": "platform, workspace, user_id",
+    "settings": 'scope COLLATE "C", key COLLATE "C"',
+}
+# Columns whose NUL characters are replaced.
+_TEXT = {"author_name", "content", "text", "value", "old", "new", "by_name"}
+_IDENTITIES = ("messages", "pins", "summaries", "profile_facts", "setting_changes")
 
 
 async def export_each(
@@ -162,9 +169,14 @@ async def _write_all(
             "SELECT platform, workspace, user_id, forgot_at FROM profile_forgets"
         )
     }
+    settings = archive_settings.compare(records, *await _held_settings(db, records))
+    if settings.refusal is not None:
+        raise ArchiveError(settings.refusal)
     for number, record in enumerate(records, 1):
         if number % _CHUNK == 0:
             advance(_CHUNK)
+        if number - 1 in settings.skipped:
+            continue
         if record["type"] == "profile_fact":
             person = (record["platform"], record["workspace"], record["user_id"])
             outcome = await _import_fact(db, record, forgot.get(person))
@@ -182,7 +194,25 @@ async def _write_all(
                 touched.add(str(record["conversation"]))
         written += 1
     advance(len(records) % _CHUNK)
-    return Imported(written, known, forgotten), touched
+    return Imported(written, known, forgotten, len(settings.skipped)), touched
+
+
+async def _held_settings(
+    db: Db, records: list[dict[str, Any]]
+) -> tuple[dict[str, dict[str, str]], dict[int, archive_settings.Change]]:
+    """What the database holds of the records' scopes and change ids."""
+    scopes, ids = archive_settings.asked(records)
+    settings: dict[str, dict[str, str]] = {}
+    for scope, key, value in await db.fetch(
+        "SELECT scope, key, value FROM settings WHERE scope = ANY($1::text[])", scopes
+    ):
+        settings.setdefault(scope, {})[key] = value
+    changes = await db.fetch(
+        f"SELECT id, {', '.join(archive_settings.CHANGE_COLUMNS)} FROM setting_changes"  # noqa: S608
+        " WHERE id = ANY($1::bigint[])",
+        ids,
+    )
+    return settings, {int(row[0]): tuple(row[1:]) for row in changes}
 
 
 async def import_records(
