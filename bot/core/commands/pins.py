@@ -124,16 +124,17 @@ async def pins(engine: Engine, call: CommandCall) -> Reply:
     if everywhere:
         heading = f"In every channel of this workspace ({counted(len(everywhere), 'pinned fact')}):"
         lines.append(heading)
-        _listed(everywhere, lines, size + len(heading) + 1)
+        _listed(everywhere, lines, size + len(heading) + 1, first=not own)
     return info("\n".join(lines))
 
 
-def _listed(found: Sequence[Pin], lines: list[str], size: int) -> int:
+def _listed(found: Sequence[Pin], lines: list[str], size: int, *, first: bool = True) -> int:
     """Add a line per pin to ``lines`` until they reach :data:`PINS_LISTED_CHARS` (the rest
-    counted on one line); the size they reach."""
+    counted on one line; ``first``: the first is listed whatever its length); the size they
+    reach."""
     for shown, p in enumerate(found):
         line = f"#{p.id} ({p.author_name}): {p.text}"
-        if size + len(line) > PINS_LISTED_CHARS and shown:
+        if size + len(line) > PINS_LISTED_CHARS and (shown or not first):
             rest = found[shown:]
             ids = f"#{rest[0].id}" if len(rest) == 1 else f"#{rest[0].id} to #{rest[-1].id}"
             lines.append(f"… and {len(rest):,} more ({ids}).")

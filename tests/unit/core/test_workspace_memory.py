@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from bot.adapters.discord.translate import conversation_for
 from bot.core.commands import run_command
+from bot.core.commands.pins import PINS_LISTED_CHARS
 from bot.core.memory.group import GROUP_HEADING
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind
@@ -105,6 +106,24 @@ async def test_pins_lists_the_workspaces_apart_from_the_channels() -> None:
         )
         none = await run(core, "pins", where=ELSEWHERE)
         assert none.text.startswith("No pins in this channel.")
+
+
+async def test_a_long_pins_list_still_says_what_the_workspace_keeps() -> None:
+    async with running_core(unit_config(memory={"max_context_tokens": 64000})) as core:
+        for i in range(40):
+            await run(core, "pin", f"channel fact {i}: " + "details " * 12)
+        await run(core, "pin", "--everywhere " + "We deploy on Tuesdays. " * 20)
+        listed = (await run(core, "pins")).text
+        await run(core, "pin", "--everywhere Ask Bo about the vault", where=C2)
+        also = (await run(core, "pins")).text
+    assert len(listed) <= PINS_LISTED_CHARS
+    assert "… and 17 more (#24 to #40).\n" in listed
+    assert listed.endswith(
+        "In every channel of this workspace (1 pinned fact):\n… and 1 more (#41)."
+    )
+    assert also.endswith(
+        "In every channel of this workspace (2 pinned facts):\n… and 2 more (#41 to #42)."
+    )
 
 
 async def test_only_admins_pin_and_unpin_for_every_channel() -> None:
