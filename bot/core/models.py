@@ -9,6 +9,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import NamedTuple
 
+EVERY_CHANNEL = "*"
+"""The channel part of a workspace's own key (:attr:`Conversation.workspace_key`): no
+platform names a channel ``*``, so its pins are no channel's."""
+NO_WORKSPACE = "dm"
+"""The workspace of conversations outside any workspace or server (Discord's DMs): each stands
+alone, and nothing is shared between them (no workspace pins, no memory group)."""
+
 
 class Role(StrEnum):
     USER = "user"
@@ -42,6 +49,29 @@ class Conversation:
     def channel_key(self) -> str:
         """The key pins live under: the channel, for a thread too."""
         return f"{self.platform}:{self.workspace}:{self.channel}"
+
+    @property
+    def shares_workspace(self) -> bool:
+        """Whether the conversation is in a workspace or server (not a DM outside one)."""
+        return self.workspace != NO_WORKSPACE
+
+    @property
+    def workspace_prefix(self) -> str:
+        """What every key of the conversation's workspace starts with."""
+        return f"{self.platform}:{self.workspace}:"
+
+    @property
+    def workspace_key(self) -> str:
+        """The key pins kept in every channel of the workspace live under (``/pin
+        --everywhere``)."""
+        return self.workspace_prefix + EVERY_CHANNEL
+
+    @property
+    def pin_keys(self) -> tuple[str, ...]:
+        """The keys of the pins its prompts carry: its channel's, then its workspace's."""
+        if not self.shares_workspace:
+            return (self.channel_key,)
+        return (self.channel_key, self.workspace_key)
 
     @classmethod
     def console(cls, channel: str) -> Conversation:
@@ -273,6 +303,11 @@ class Pin:
     created_at: float
     author_id: str = ""
     """Who pinned it: they (or an admin) may unpin it."""
+
+    @property
+    def everywhere(self) -> bool:
+        """Kept in every channel of its workspace (``/pin --everywhere``), not one channel's."""
+        return self.channel_key.endswith(":" + EVERY_CHANNEL)
 
 
 class FactSource(StrEnum):

@@ -337,17 +337,52 @@ async def test_pins_and_profiles(store: Store) -> None:
         person=ANA, text="likes tea", tokens=2, source=FactSource.USER
     )
     await store.add_profile_fact(person=ANA, text="in Oslo", tokens=2, source=FactSource.SUMMARY)
-    pins, facts = await store.pins_and_profile(channel_key=channel, person=ANA)
+    pins, facts = await store.pins_and_profile(channel_keys=[channel], person=ANA)
     assert [p.id for p in pins] == [second.id]
     assert [(f.text, f.source) for f in facts] == [
         ("likes tea", FactSource.USER),
         ("in Oslo", FactSource.SUMMARY),
     ]
+    assert (await store.pins_and_profile(channel_keys=[channel], person=None))[1] == []
     assert await store.remove_profile_facts(person=ANA, fact_id=tea.id) == 1
     assert await store.profile_forgot_at(person=ANA) is not None
     assert await store.remove_profile_facts(person=ANA, fact_id=None) == 1
     assert await store.profile_facts(person=ANA) == []
     assert await store.remove_profile_facts(person=ANA, fact_id=None) == 0
+
+
+async def test_a_workspace_pin_is_read_with_each_channel_of_its_workspace_only(
+    store: Store,
+) -> None:
+    """Pins kept under a workspace's key (``/pin --everywhere``) come with any of its
+    channels' own in one read, by id, and are no channel's own nor another workspace's."""
+    elsewhere = Conversation("slack", "T2", "C1")
+    own = await store.add_pin(
+        channel_key=GENERAL.channel_key, text="C1 only", tokens=2, author_id="U1", author_name="Ana"
+    )
+    everywhere = await store.add_pin(
+        channel_key=GENERAL.workspace_key,
+        text="all of T1",
+        tokens=3,
+        author_id="U1",
+        author_name="Ana",
+    )
+    await store.add_pin(
+        channel_key=elsewhere.workspace_key,
+        text="all of T2",
+        tokens=3,
+        author_id="U9",
+        author_name="Zoe",
+    )
+    pins, _ = await store.pins_and_profile(channel_keys=GENERAL.pin_keys, person=ANA)
+    assert [(p.text, p.everywhere) for p in pins] == [("C1 only", False), ("all of T1", True)]
+    pins, _ = await store.pins_and_profile(channel_keys=RANDOM.pin_keys, person=None)
+    assert [p.id for p in pins] == [everywhere.id]
+    assert [p.id for p in await store.pins(channel_key=GENERAL.channel_key)] == [own.id]
+    pins, _ = await store.pins_and_profile(channel_keys=elsewhere.pin_keys, person=None)
+    assert [p.text for p in pins] == ["all of T2"]
+    assert await store.remove_pin(channel_key=GENERAL.workspace_key, pin_id=everywhere.id)
+    assert [p.id for p in await store.pins(channel_key=GENERAL.workspace_key)] == []
 
 
 async def test_a_summary_is_saved_only_if_not_superseded(store: Store) -> None:

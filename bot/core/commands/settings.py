@@ -4,7 +4,7 @@ changes to it by the channel's admins, each recorded."""
 from __future__ import annotations
 
 from bot.core.commands.common import error, info, name_of
-from bot.core.commands.pins import MAX_PIN_SHARE
+from bot.core.commands.pins import MAX_PIN_SHARE, prompt_pins
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Reply, utc_minute
 from bot.core.ports.settings import SettingChange
@@ -111,6 +111,8 @@ async def _change(engine: Engine, call: CommandCall, key: Key, typed: str) -> Re
         value = key.parse(typed, engine.settings.config)
     except BadValue as exc:
         return error(str(exc))
+    if key.name == "memory-group" and not call.conversation.shares_workspace:
+        return error("memory-group: this DM is in no server; a group is channels of one server.")
     resolved = await engine.settings.resolve(call.conversation)
     values = {**resolved.own, key.name: value}
     if key.name == "memory-group" and call.private and values.get("share-private") != "on":
@@ -154,7 +156,7 @@ async def _head_too_big(
     a pin is (``/pin``)."""
     if key.name not in ("persona", "budget"):
         return None
-    pins = await engine.store.pins(channel_key=call.conversation.channel_key)
+    pins = await prompt_pins(engine, call.conversation)
     needed = engine.tokenizer.count(after.system_prompt) + engine.tokenizer.count(render_pins(pins))
     allowed = int(engine.budget(after) * MAX_PIN_SHARE)
     if needed <= allowed:
@@ -176,6 +178,9 @@ async def _reset(engine: Engine, call: CommandCall, name: str) -> Reply:
     else:
         return error(f"Usage: /settings reset KEY (or all). Settings: {', '.join(BY_NAME)}.")
     cleared = [n for n in names if n in resolved.own]
+    if "share-private" in cleared and "memory-group" in resolved.own:
+        cleared.append("memory-group")  # as share-private off: no sharing without the opt-in
+    cleared = list(dict.fromkeys(cleared))
     if not cleared:
         return info(f"Nothing to reset: {name} is not set in {call.conversation.key}.")
     for cleared_name in cleared:

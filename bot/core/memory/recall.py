@@ -9,24 +9,39 @@ reciprocal rank (each list contributes ``1 / (60 + rank)``). The best few single
 with their date and author, go into the prompt as one system message after the summary and
 before the recent turns, within ``memory.recall_tokens``.
 
-Never recalled: another conversation's messages (a thread and its channel are separate), the
-message being answered, anything in the recent window of the same prompt, and messages whose
-text is already in a pin. The vector search is brute force (:mod:`.vectors`) over the newest
-``memory.recall_vector_limit`` embedded messages of the conversation older than the window
-(the Python here cannot load SQLite extensions such as sqlite-vec).
+A conversation whose channel is in a memory group (``/settings memory-group NAME``) also
+searches the group's other channels (those of its workspace whose own settings name the group),
+after its own: its own matches fill recall first, the group's what is left, under a heading
+of their own, each line saying which channel it was said in.
+
+Never recalled: another conversation's messages but those of its memory group (a thread and
+its channel are separate), the message being answered, anything in the recent window of the
+same prompt, and messages whose text is already in a pin. The vector search is brute force
+(:mod:`.vectors`) over the newest ``memory.recall_vector_limit`` embedded messages of each
+conversation searched older than the window (the Python here cannot load SQLite extensions
+such as sqlite-vec).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.core.memory.group import GROUP_HEADING, NO_SHARED, Shared, channel_label, members
 from bot.core.memory.terms import document_terms, query_terms, too_common, weight
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.memory.vectors import nearest, vector_bytes
-from bot.core.models import Pin, Role, StoredMessage, clean_name, quote_lines, utc_date
+from bot.core.models import (
+    Conversation,
+    Pin,
+    Role,
+    StoredMessage,
+    clean_name,
+    quote_lines,
+    utc_date,
+)
 from bot.core.ports.llm import Embedder, LLMError
 from bot.core.ports.store import Store
 from bot.core.progress import logged
@@ -56,20 +71,31 @@ QUERY_EMBEDDING_SECONDS = 0.5
 """How long an answer waits for its question's embedding before recalling by keywords only."""
 
 
-def render_line(message: StoredMessage) -> str:
-    when = utc_date(message.created_at)
+def render_line(message: StoredMessage, where: str = "") -> str:
+    """A recalled message's line; ``where``: the channel a memory group's was said in."""
+    when = utc_date(message.created_at) + (f" {where}" if where else "")
     if message.role is Role.USER:
         return f"- {when} [{clean_name(message.author_name)}] {quote_lines(message.content)}"
     return f"- {when} [assistant] {quote_lines(message.content)}"
 
 
 @dataclass(frozen=True)
+class Found:
+    """Recall's candidates: the conversation's own, best first, and its memory group's."""
+
+    own: Sequence[StoredMessage]
+    shared: Shared = NO_SHARED
+
+
+@dataclass(frozen=True)
 class Recalled:
     messages: Sequence[StoredMessage]
-    """Oldest first, as shown."""
+    """The conversation's own, oldest first, as shown."""
     text: str
     tokens: int
     """What the recall message costs in the prompt (0 when nothing was recalled)."""
+    shared: Sequence[StoredMessage] = ()
+    """Its memory group's other channels', oldest first, shown after its own."""
 
     def prompt_message(self) -> dict[str, str]:
         return {"role": "system", "content": self.text}
@@ -92,6 +118,7 @@ class Recaller:
         self.defer: Callable[[StoredMessage], None] = lambda message: None
         """Embed a message later, in the background (set by whoever runs that)."""
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
+        self._group_heading_tokens = count(GROUP_HEADING) + 1
         # What a message's line takes beyond its stored count (date, author, newline): the
         # same for every line, as the date has a fixed width.
         sample = {
@@ -117,9 +144,66 @@ class Recaller:
         settings: RecallSettings,
     ) -> list[StoredMessage]:
         """Candidates before ``before_id``, best first."""
-        scores: dict[int, float] = {}
+        found = await self.find(
+            conversation_key=conversation_key,
+            members=(),
+            query=query,
+            before_id=before_id,
+            pins=pins,
+            settings=settings,
+        )
+        return list(found.own)
+
+    async def members(self, conversation: Conversation, group: str | None) -> list[str]:
+        """The other channels of ``conversation``'s memory group (:func:`.group.members`)."""
+        return await members(self._store, conversation, group)
+
+    async def find(
+        self,
+        *,
+        conversation_key: str,
+        members: Sequence[str],
+        query: StoredMessage,
+        before_id: int,
+        pins: Sequence[Pin],
+        settings: RecallSettings,
+    ) -> Found:
+        """The conversation's candidates before ``before_id``, best first, and those of the
+        ``members`` of its memory group (each message's text only once, its own first)."""
         keyword = await self._keyword_hits(conversation_key, query.content, before_id)
-        vector = await self._vector_ids(conversation_key, query, before_id, settings)
+        wanted = await self._query_vector(query, settings)
+        nearest_ids = await self._nearest([conversation_key], wanted, before_id, settings)
+        where = dict.fromkeys((m.id for m, _ in keyword), conversation_key)
+        where.update(dict.fromkeys(nearest_ids, conversation_key))
+        seen: set[str] = set()
+        own = await self._fused([m for m, _ in keyword], nearest_ids, where, query, pins, seen)
+        if not members:
+            return Found(own)
+        hits: list[tuple[StoredMessage, float]] = []
+        where = {}
+        for key in members:
+            found = await self._keyword_hits(key, query.content, before_id)
+            hits.extend(found)
+            where.update(dict.fromkeys((m.id for m, _ in found), key))
+        owners: dict[int, str] = {}
+        nearest_ids = await self._nearest(members, wanted, before_id, settings, owners)
+        where.update(owners)
+        ranked = [m for m, _ in sorted(hits, key=lambda hit: -hit[1])]
+        shared = await self._fused(ranked, nearest_ids, where, query, pins, seen)
+        return Found(own, Shared(shared, {m.id: where[m.id] for m in shared}))
+
+    async def _fused(
+        self,
+        keyword: Sequence[StoredMessage],
+        vector: Sequence[int],
+        where: Mapping[int, str],
+        query: StoredMessage,
+        pins: Sequence[Pin],
+        seen: set[str],
+    ) -> list[StoredMessage]:
+        """The keyword and vector rankings fused by reciprocal rank, best first, without the
+        query, texts already ``seen`` (adding those kept) or held in a pin."""
+        scores: dict[int, float] = {}
         for ids in ([m.id for m in keyword], vector):
             for rank, message_id in enumerate(ids, 1):
                 scores[message_id] = scores.get(message_id, 0.0) + 1.0 / (_RRF_K + rank)
@@ -127,13 +211,13 @@ class Recaller:
             return []
         found = list(keyword)
         have = {m.id for m in found}
-        missing = [message_id for message_id in vector if message_id not in have]
-        if missing:
-            found.extend(
-                await self._store.messages_by_id(conversation_key=conversation_key, ids=missing)
-            )
+        missing: dict[str, list[int]] = {}
+        for message_id in vector:
+            if message_id not in have:
+                missing.setdefault(where[message_id], []).append(message_id)
+        for key, ids in missing.items():
+            found.extend(await self._store.messages_by_id(conversation_key=key, ids=ids))
         pinned = [pin.text for pin in pins]
-        seen: set[str] = set()
         ranked: list[StoredMessage] = []
         for message in sorted(found, key=lambda m: (-scores[m.id], -m.id)):
             text = message.content.strip()
@@ -144,9 +228,15 @@ class Recaller:
         return ranked
 
     def fit(
-        self, ranked: Sequence[StoredMessage], allowance: int, *, settings: RecallSettings
+        self,
+        ranked: Sequence[StoredMessage],
+        allowance: int,
+        *,
+        settings: RecallSettings,
+        shared: Shared = NO_SHARED,
     ) -> Recalled:
-        """The best of ``ranked`` that fit in ``allowance`` tokens, as the prompt shows them."""
+        """The best of ``ranked`` that fit in ``allowance`` tokens, then the best of
+        ``shared`` that fit in what is left, as the prompt shows them."""
         chosen: list[StoredMessage] = []
         used = self._heading_tokens
         if allowance <= used:
@@ -158,13 +248,29 @@ class Recaller:
             if used + cost <= allowance + _ESTIMATE_SLACK:
                 chosen.append(message)
                 used += cost
-        while chosen:
+        picked: list[StoredMessage] = []
+        used += self._group_heading_tokens if shared.messages else 0
+        for message in shared.messages:
+            if len(chosen) + len(picked) >= settings.messages:
+                break
+            label = channel_label(shared.where[message.id])
+            cost = self._line_cost(message) + self._count(label) + 1
+            if used + cost <= allowance + _ESTIMATE_SLACK:
+                picked.append(message)
+                used += cost
+        while chosen or picked:
             shown = sorted(chosen, key=lambda m: m.id)
-            text = "\n".join([RECALL_HEADING, *(render_line(m) for m in shown)])
+            others = sorted(picked, key=lambda m: m.id)
+            lines = [RECALL_HEADING, *(render_line(m) for m in shown)] if shown else []
+            if others:
+                lines.append(GROUP_HEADING)
+                lines.extend(render_line(m, channel_label(shared.where[m.id])) for m in others)
+            text = "\n".join(lines)
             tokens = self._count(text) + MESSAGE_OVERHEAD
             if tokens <= allowance:
-                return Recalled(messages=shown, text=text, tokens=tokens)
-            chosen.pop()  # the lowest ranked: lines counted apart are a few tokens off
+                return Recalled(messages=shown, text=text, tokens=tokens, shared=others)
+            # The lowest ranked, the group's first: lines counted apart are a few tokens off.
+            (picked or chosen).pop()
         return NOTHING
 
     def _line_cost(self, message: StoredMessage) -> int:
@@ -174,9 +280,9 @@ class Recaller:
 
     async def _keyword_hits(
         self, conversation_key: str, text: str, before_id: int
-    ) -> list[StoredMessage]:
+    ) -> list[tuple[StoredMessage, float]]:
         """The conversation's messages that hold the query's rarest terms there (those too
-        common in it left out, :func:`.terms.too_common`)."""
+        common in it left out, :func:`.terms.too_common`), best first, with their scores."""
         terms = query_terms(text)
         if not terms:
             return []
@@ -208,13 +314,12 @@ class Recaller:
             score = sum(worth[term] for term in held)
             if score >= MIN_KEYWORD_SCORE:
                 scored.append((found, score))
-        return [found for found, _ in sorted(scored, key=lambda hit: -hit[1])]
+        return sorted(scored, key=lambda hit: -hit[1])
 
-    async def _vector_ids(
-        self, conversation_key: str, query: StoredMessage, before_id: int, settings: RecallSettings
-    ) -> list[int]:
+    async def _query_vector(self, query: StoredMessage, settings: RecallSettings) -> bytes | None:
+        """The query's embedding (None: recall by meaning is off, or must do without it)."""
         if self.embedder is None or not settings.embeddings:
-            return []
+            return None
         model = self.embedder.model
         asymmetric = self.embedder.asymmetric
         # A question embedded as a question is not the vector later searches compare with:
@@ -232,23 +337,42 @@ class Recaller:
                 log.info("recall by meaning skipped for message %d: embeddings busy", query.id)
                 if query.id > 0:
                     self.defer(query)
-                return []
+                return None
             except LLMError as exc:
                 log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
-                return []
+                return None
             if kept:
                 await self._store.save_vector(
                     message_id=query.id, content=query.content, model=model, vector=stored
                 )
             elif query.id > 0:
                 self.defer(query)
-        rows = await self._store.vectors(
-            conversation_key=conversation_key,
-            before_id=before_id,
-            model=model,
-            limit=settings.vector_limit,
-        )
-        return await nearest(stored, rows, floor=settings.min_similarity, limit=_HITS)
+        return stored
+
+    async def _nearest(
+        self,
+        keys: Sequence[str],
+        wanted: bytes | None,
+        before_id: int,
+        settings: RecallSettings,
+        owners: dict[int, str] | None = None,
+    ) -> list[int]:
+        """The ids of the messages of the conversations ``keys`` nearest ``wanted`` in
+        meaning, nearest first (``owners``: told each one's conversation)."""
+        if wanted is None or self.embedder is None:
+            return []
+        rows: list[tuple[int, bytes]] = []
+        for key in keys:
+            found = await self._store.vectors(
+                conversation_key=key,
+                before_id=before_id,
+                model=self.embedder.model,
+                limit=settings.vector_limit,
+            )
+            rows.extend(found)
+            if owners is not None:
+                owners.update(dict.fromkeys((message_id for message_id, _ in found), key))
+        return await nearest(wanted, rows, floor=settings.min_similarity, limit=_HITS)
 
     async def backfill(self, *, before_id: int, batch: int = 64) -> int:
         """Embed the messages before ``before_id`` stored without a vector (before embeddings

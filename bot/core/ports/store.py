@@ -351,7 +351,8 @@ class MemoryStore(Protocol):
     async def remove_pin(self, *, channel_key: str, pin_id: int) -> bool: ...
 
     async def pins(self, *, channel_key: str) -> Sequence[Pin]:
-        """The channel's pins, oldest first."""
+        """The channel's pins (or its workspace's: ``Conversation.workspace_key``), oldest
+        first."""
         ...
 
     async def add_profile_fact(
@@ -363,9 +364,10 @@ class MemoryStore(Protocol):
         ...
 
     async def pins_and_profile(
-        self, *, channel_key: str, person: Person
+        self, *, channel_keys: Sequence[str], person: Person | None
     ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
-        """``pins(channel_key=...)`` and ``profile_facts(person=...)`` together."""
+        """The pins of each of ``channel_keys`` (a channel's and its workspace's), oldest
+        first, and ``profile_facts(person=...)`` (none when None), in one read: a prompt's."""
         ...
 
     async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:

@@ -1,9 +1,10 @@
 """Building each prompt under the token budget, from what the store returns now.
 
-The layout (:mod:`.layout`): the system message with the system prompt, pins, the speaker's
-profile and the summary; then, when recall is on and finds something, a second system message
-with earlier messages that may be relevant (:mod:`..memory.recall`); then as many recent turns
-as fit, oldest first (:mod:`.fit`), dated when they span days (:mod:`.dates`); the current
+The layout (:mod:`.layout`): the system message with the system prompt, pins (the channel's
+and its workspace's), the speaker's profile and the summary; then, when recall is on and finds
+something, a second system message with earlier messages that may be relevant
+(:mod:`..memory.recall`; its memory group's other channels' after its own); then as many recent
+turns as fit, oldest first (:mod:`.fit`), dated when they span days (:mod:`.dates`); the current
 message last. Stored messages are never deleted here: the prompt is a view.
 
 Recall searches first, with the message being answered as the query, and holds back what its
@@ -20,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.core.memory.recall import NOTHING, Recalled, Recaller
+from bot.core.memory.recall import NOTHING, Found, Recalled, Recaller
 from bot.core.memory.tokens import REPLY_PRIMING, ChatTokenizer
-from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage
+from bot.core.models import Conversation, Person, Pin, ProfileFact, Role, StoredMessage
 from bot.core.ports.store import Store, TurnCost
 from bot.core.prompt.dates import Dates
 from bot.core.prompt.fit import Fit, PromptTooLarge, fit_turns, promote
@@ -125,7 +126,7 @@ class Assembler:
                     conversation_key=conversation_key, ids=fit.members
                 )
         messages = [{"role": "system", "content": head.text}]
-        if recalled.messages:
+        if recalled.text:
             messages.append(recalled.prompt_message())
         days = self._dates.marks(fit.kept)
         messages.extend(row.prompt_message(days.get(row.id)) for row in rows)
@@ -138,20 +139,20 @@ class Assembler:
             summary=summary,
             pins=pins,
             turns_left_out=fit.left_out,
-            recalled=recalled.messages,
+            recalled=(*recalled.messages, *recalled.shared),
             profile=profile,
         )
 
     async def _pins_and_profile(
         self, settings: Settings, channel_key: str, speaker: Speaker | None, budget: int
     ) -> tuple[Sequence[Pin], str, tuple[ProfileFact, ...]]:
-        """The channel's pins, and the speaker's profile block and the facts it shows."""
-        if speaker is None or not settings.profile_tokens:
-            return await self._store.pins(channel_key=channel_key), "", ()
+        """The channel's pins and its workspace's, and the speaker's profile block and the
+        facts it shows."""
+        person = speaker.person if speaker is not None and settings.profile_tokens else None
         pins, facts = await self._store.pins_and_profile(
-            channel_key=channel_key, person=speaker.person
+            channel_keys=Conversation.from_key(channel_key).pin_keys, person=person
         )
-        if not facts:
+        if speaker is None or not facts:
             return pins, "", ()
         cap = profile_cap(settings, budget)
         text, shown = fit_profile(self._count, speaker.name, facts, cap)
@@ -201,12 +202,13 @@ class Assembler:
         settings: Settings,
         span: _Span,
         turns: Sequence[TurnCost],
-        found: Sequence[StoredMessage],
+        candidates: Found,
     ) -> tuple[Fit, Recalled]:
         """Fit the turns leaving room for recall's best matches, then recall those older than
-        the turns kept (and fit again when what recall used leaves room for one more turn)."""
-        allowance = settings.recall.tokens
-        planned = recaller.fit(found, allowance, settings=settings.recall)
+        the turns kept (and fit again when what recall used leaves room for one more turn);
+        its memory group's, said elsewhere, are never in the window."""
+        allowance, found, shared = settings.recall.tokens, candidates.own, candidates.shared
+        planned = recaller.fit(found, allowance, settings=settings.recall, shared=shared)
         fit = fit_turns(
             turns,
             available=span.available,
@@ -215,7 +217,7 @@ class Assembler:
             max_turns=settings.max_turns,
             dates=self._dates,
         )
-        if not found:
+        if not found and not shared.messages:
             return fit, NOTHING
         members = fit.members
         start = members[0] if members else span.through_id + 1
@@ -224,7 +226,7 @@ class Assembler:
         recalled = (
             planned
             if len(older) == len(found) and planned.tokens <= min(allowance, left)
-            else recaller.fit(older, min(allowance, left), settings=settings.recall)
+            else recaller.fit(older, min(allowance, left), settings=settings.recall, shared=shared)
         )
         if fit.next_cost is not None and fit.next_cost <= left - recalled.tokens:
             fit = fit_turns(
@@ -272,9 +274,9 @@ class Assembler:
         span: _Span,
         query: StoredMessage | None,
         pins: Sequence[Pin],
-    ) -> Sequence[StoredMessage]:
+    ) -> Found:
         """Recall's candidates, best first, searched with the message being answered (for
-        ``/stats``: the newest user message)."""
+        ``/stats``: the newest user message), in the conversation and its memory group."""
         key, current_id = span.conversation_key, span.current_id
         if query is None or query.id != current_id:
             if current_id is not None:
@@ -288,9 +290,10 @@ class Assembler:
                 )
             query = next((m for m in found if m.role is Role.USER), None)
         if query is None:
-            return []
-        return await recaller.search(
+            return Found(())
+        return await recaller.find(
             conversation_key=key,
+            members=await recaller.members(Conversation.from_key(key), settings.memory_group),
             query=query,
             before_id=query.id,
             pins=pins,

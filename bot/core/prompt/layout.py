@@ -1,6 +1,7 @@
 """What a prompt is made of and how its parts are written.
 
-One system message holds the system prompt, the pinned facts, the profile of the person speaking
+One system message holds the system prompt, the pinned facts (the channel's, then those kept in
+every channel of its workspace), the profile of the person speaking
 and the rolling summary (durable facts first, against "lost in the middle"); recall's message
 and the recent turns follow (:mod:`.assembler`). Every part is counted when it is built.
 """
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from bot.core.memory.group import GROUP_HEADING
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.models import (
@@ -30,12 +32,23 @@ Count = Callable[[str], int]
 """Counts a text's tokens as the chat model does."""
 
 PINS_HEADING = "Facts the people in this channel asked you to keep (pinned; numbered by pin id):"
+WORKSPACE_PINS_HEADING = (
+    "Facts kept in every channel of this workspace (pinned by its admins; numbered by pin id):"
+)
 SUMMARY_HEADING = "Summary of the earlier conversation in this channel:"
 PROFILE_SHARE = 0.1
 """A speaker's profile may take at most this share of the budget (and memory.profile_tokens)."""
 _OWN_HEADING = "What {name} (who is speaking now) asked you to remember about them:"
 _INFERRED_HEADING = "Noted about {name} from earlier conversations (may be out of date):"
-_SECTIONS = (PINS_HEADING, SUMMARY_HEADING, RECALL_HEADING, _OWN_HEADING, _INFERRED_HEADING)
+_SECTIONS = (
+    PINS_HEADING,
+    WORKSPACE_PINS_HEADING,
+    SUMMARY_HEADING,
+    RECALL_HEADING,
+    GROUP_HEADING,
+    _OWN_HEADING,
+    _INFERRED_HEADING,
+)
 _HEADINGS = re.compile("|".join(re.escape(h).replace(re.escape("{name}"), ".*") for h in _SECTIONS))
 """The lines that open a section of the prompt's first message."""
 
@@ -92,11 +105,20 @@ class Prompt:
 
 
 def render_pins(pins: Sequence[Pin]) -> str:
-    lines = [PINS_HEADING]
-    lines.extend(
-        f"#{pin.id} ({clean_name(pin.author_name)}): {quote_lines(pin.text)}" for pin in pins
-    )
+    """The pins layer: the channel's pins, then those kept in every channel of its workspace
+    under a heading of their own (each part only when it has pins; the first always)."""
+    own = [pin for pin in pins if not pin.everywhere]
+    everywhere = [pin for pin in pins if pin.everywhere]
+    lines = [PINS_HEADING] if own or not everywhere else []
+    lines.extend(_pin_line(pin) for pin in own)
+    if everywhere:
+        lines.append(WORKSPACE_PINS_HEADING)
+        lines.extend(_pin_line(pin) for pin in everywhere)
     return "\n".join(lines)
+
+
+def _pin_line(pin: Pin) -> str:
+    return f"#{pin.id} ({clean_name(pin.author_name)}): {quote_lines(pin.text)}"
 
 
 def render_profile(name: str, facts: Sequence[ProfileFact]) -> str:

@@ -78,9 +78,14 @@ class MemoryStore(Messages, Leases, Settings):
         )
 
     async def pins_and_profile(
-        self, *, channel_key: str, person: Person
+        self, *, channel_keys: Sequence[str], person: Person | None
     ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
-        return await self.pins(channel_key=channel_key), await self.profile_facts(person=person)
+        pins = sorted(
+            (pin for pin in self.pin_rows.values() if pin.channel_key in channel_keys),
+            key=lambda pin: pin.id,
+        )
+        facts = await self.profile_facts(person=person) if person is not None else []
+        return pins, facts
 
     async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:
         gone = [

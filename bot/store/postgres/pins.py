@@ -1,4 +1,4 @@
-"""A channel's pins."""
+"""A channel's pins, and its workspace's (kept under ``Conversation.workspace_key``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ PINS = (
     "SELECT id, channel_key, text, tokens, author_name, created_at, author_id FROM pins"
     " WHERE channel_key = $1 ORDER BY id"
 )
+PINS_OF = (
+    "SELECT id, channel_key, text, tokens, author_name, created_at, author_id FROM pins"
+    " WHERE channel_key = ANY($1::text[]) ORDER BY id"
+)
+"""The pins of several channel keys (a channel's and its workspace's)."""
 
 
 class Pins(Connection):

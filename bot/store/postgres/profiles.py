@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from bot.core.models import FactSource, Person, Pin, ProfileFact
 from bot.store.postgres.connection import Connection, text
-from bot.store.postgres.pins import PINS
+from bot.store.postgres.pins import PINS_OF
 from bot.store.sqlite.rows import FACT_COLUMNS, fact
 
 _PERSON = "platform = $1 AND workspace = $2 AND user_id = $3"
@@ -41,11 +41,11 @@ class Profiles(Connection):
         return [fact(row) for row in rows]
 
     async def pins_and_profile(
-        self, *, channel_key: str, person: Person
+        self, *, channel_keys: Sequence[str], person: Person | None
     ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
         async with self._pool.acquire() as db:
-            pins = await db.fetch(PINS, channel_key)
-            facts = await db.fetch(FACTS, *_person(person))
+            pins = await db.fetch(PINS_OF, list(channel_keys))
+            facts = await db.fetch(FACTS, *_person(person)) if person is not None else []
         return [Pin(*row) for row in pins], [fact(row) for row in facts]
 
     async def remove_profile_facts(self, *, person: Person, fact_id: int | None) -> int:

@@ -11,12 +11,20 @@ from bot.store.sqlite.connection import Connection
 from bot.store.sqlite.rows import FACT_COLUMNS, fact
 
 _PERSON = "platform = ? AND workspace = ? AND user_id = ?"
-PINS_AND_PROFILE = (
-    "SELECT 0, id, channel_key, text, tokens, author_name, created_at, author_id, NULL"  # noqa: S608 (constant columns)
-    " FROM pins WHERE channel_key = ?"
-    f" UNION ALL SELECT 1, {FACT_COLUMNS} FROM profile_facts"
-    f" WHERE {_PERSON} ORDER BY 1, 2"
-)
+
+
+def _pins_and_profile(keys: int, *, facts: bool) -> str:
+    """One query for a prompt's pins (of ``keys`` channel keys) and the speaker's facts, each
+    part read in id order from its index and merged, not sorted (by id alone: ordering by the
+    constant first column too would make SQLite sort each part)."""
+    pins = (
+        "SELECT 0, id, channel_key, text, tokens, author_name, created_at, author_id, NULL"
+        " FROM pins WHERE channel_key = ?"
+    )
+    parts = [pins] * keys
+    if facts:
+        parts.append(f"SELECT 1, {FACT_COLUMNS} FROM profile_facts WHERE {_PERSON}")  # noqa: S608 (constant columns)
+    return " UNION ALL ".join(parts) + " ORDER BY 2"
 
 
 def _person(person: Person) -> tuple[str, str, str]:
@@ -46,10 +54,11 @@ class Profiles(Connection):
         return [fact(row) for row in rows]
 
     async def pins_and_profile(
-        self, *, channel_key: str, person: Person
+        self, *, channel_keys: Sequence[str], person: Person | None
     ) -> tuple[Sequence[Pin], Sequence[ProfileFact]]:
         # One query for both: a prompt needs them together, and most people have no facts.
-        rows = await self._rows(PINS_AND_PROFILE, (channel_key, *_person(person)))
+        sql = _pins_and_profile(len(channel_keys), facts=person is not None)
+        rows = await self._rows(sql, (*channel_keys, *(_person(person) if person else ())))
         pins = [Pin(*row[1:8]) for row in rows if row[0] == 0]
         facts = [fact(row[1:]) for row in rows if row[0] == 1]
         return pins, facts
