@@ -176,17 +176,13 @@ async def test_a_private_channel_joins_a_memory_group_only_once_an_admin_opts_in
     async with start_bot():
         public = await settings(fake, ADMIN, "memory-group team", where(GENERAL))
         assert public.startswith("memory-group is now team")
-        # A private channel, a thread of one, a private thread, a channel the bot cannot
-        # see (so cannot tell) and a DM are all private.
-        for here in (
-            where(SECRET),
-            where(SECRET_THREAD),
-            where(PRIVATE_THREAD),
-            where(UNKNOWN),
-            DM,
-        ):
+        # A private channel, a thread of one, a private thread and a channel the bot cannot
+        # see (so cannot tell) are all private; a DM is in no server, so in no group.
+        for here in (where(SECRET), where(SECRET_THREAD), where(PRIVATE_THREAD), where(UNKNOWN)):
             refused = await settings(fake, ADMIN, "memory-group team", here)
             assert refused.startswith("memory-group: this channel is private"), here
+        in_dm = await settings(fake, ADMIN, "memory-group team", DM)
+        assert in_dm.startswith("memory-group: this DM is in no server"), in_dm
         opted_in = await settings(fake, ADMIN, "share-private on", where(SECRET))
         assert opted_in.startswith("share-private is now on")
         joined = await settings(fake, ADMIN, "memory-group team", where(SECRET))
