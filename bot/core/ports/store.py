@@ -5,8 +5,8 @@ what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token
 tokenizer calibrations, ``AdminStore`` what operators do to a whole database (backup,
 export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
 database coordinate by: leases on work only one of them may do at a time, and the messages
-awaiting an answer, and ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per
-channel. ``Store`` is all six. Every method takes keyword-only, plain arguments.
+awaiting an answer, ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per channel,
+and ``Ledger`` (:mod:`.spend`) every call to a model and its cost. ``Store`` is all seven. Every method takes keyword-only, plain arguments.
 Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
 an in-memory store (``bot.store.memory``).
 """
@@ -30,6 +30,7 @@ from bot.core.models import (
 )
 from bot.core.ports.leases import LeaseStore
 from bot.core.ports.settings import SettingsStore
+from bot.core.ports.spend import Ledger
 
 
 class StorageError(Exception):
