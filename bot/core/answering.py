@@ -54,6 +54,8 @@ class Answered:
     completion_tokens: int | None
     interrupted: LLMError | None = None
     """Why the stream broke off after some text, when it did."""
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, those served from the server's prompt cache."""
 
 
 def shown_so_far(text: str, speakers: Collection[str]) -> str | None:
@@ -104,6 +106,7 @@ class Asker:
                         text,
                         completion.prompt_tokens,
                         completion.completion_tokens,
+                        cached_tokens=completion.cached_tokens,
                     )
                 return await self._streamed(
                     chat, prompt, settings.max_reply_tokens, deadline, speakers(prompt), show
@@ -132,7 +135,12 @@ class Asker:
                 if isinstance(item, StreamEnd):
                     answer = strip_speaker_tags(text, speakers)
                     return Answered(
-                        prompt, chat.model, answer, item.prompt_tokens, item.completion_tokens
+                        prompt,
+                        chat.model,
+                        answer,
+                        item.prompt_tokens,
+                        item.completion_tokens,
+                        cached_tokens=item.cached_tokens,
                     )
                 text += item
                 visible = shown_so_far(text, speakers)

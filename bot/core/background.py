@@ -68,7 +68,7 @@ class Background:
         self._summary_tasks: dict[str, asyncio.Task[None]] = {}
         self._summary_retry_at: dict[str, float] = {}
         self._embedding: set[asyncio.Task[None]] = set()
-        self._to_embed: deque[StoredMessage] = deque()
+        self._to_embed: deque[tuple[str, StoredMessage]] = deque()
         self._embedder: asyncio.Task[None] | None = None
         recaller.defer = self._queue_embedding
 
@@ -138,16 +138,17 @@ class Background:
 
     # -- embeddings ----------------------------------------------------------------------
 
-    def embed(self, stored: StoredMessage, settings: Settings) -> None:
-        """Embed a stored message in the background, when recall by meaning is on."""
+    def embed(self, conversation: Conversation, stored: StoredMessage, settings: Settings) -> None:
+        """Embed a stored message of ``conversation`` in the background, when recall by
+        meaning is on."""
         if self._recaller.uses_vectors(settings.recall):
-            self._queue_embedding(stored)
+            self._queue_embedding(conversation.key, stored)
 
-    def _queue_embedding(self, stored: StoredMessage) -> None:
+    def _queue_embedding(self, conversation_key: str, stored: StoredMessage) -> None:
         """Messages wait in one queue, embedded :data:`EMBEDDING_BATCH` a request, one request
         at a time: a busy channel (or a catch-up) never floods the embeddings server, so a
         question's own embedding waits for one request at most."""
-        self._to_embed.append(stored)
+        self._to_embed.append((conversation_key, stored))
         if self._embedder is None or self._embedder.done():
             task = asyncio.create_task(self._embed_queued(), name="embed messages")
             self._embedder = task
@@ -159,10 +160,16 @@ class Background:
             batch = [
                 self._to_embed.popleft() for _ in range(min(EMBEDDING_BATCH, len(self._to_embed)))
             ]
-            try:
-                await self._recaller.embed_messages(batch)
-            except Exception:
-                log.exception("embedding %s failed", counted(len(batch), "message"))
+            # One request per conversation in the batch (usually one): each conversation's
+            # spend is then what its own request cost, not a share guessed from a mixed one.
+            by_conversation: dict[str, list[StoredMessage]] = {}
+            for key, stored in batch:
+                by_conversation.setdefault(key, []).append(stored)
+            for key, messages in by_conversation.items():
+                try:
+                    await self._recaller.embed_messages(Conversation.from_key(key), messages)
+                except Exception:
+                    log.exception("embedding %s failed", counted(len(messages), "message"))
 
     @property
     def embedding_backlog(self) -> int:

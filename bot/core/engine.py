@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from bot.config import Config
 from bot.core.answering import Asker, Progress, Show
 from bot.core.background import Background, needs_summary
+from bot.core.cost import Meter
 from bot.core.leases import Leases
 from bot.core.locks import Locks
 from bot.core.memory.calibration import Calibrator, Gauge
@@ -83,8 +84,11 @@ class Engine:
         observer: Observer | None = None,
         embedder: Embedder | None = None,
         leases: Leases | None = None,
+        meter: Meter | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``meter``: records each model call with its cost (the summarizer's too: one
+        shared, so that both follow :attr:`clock`)."""
         self.config = config
         """The platform options adapters read (catch-up, reply length); what a turn uses
         comes from ``settings``."""
@@ -97,12 +101,14 @@ class Engine:
         """Asks the conversation's chat model (``bot eval`` replaces its models to record
         the calls)."""
         self.observer: Observer = observer or NoObserver()
+        self.meter = meter or Meter(ledger=store)
         self.clock = clock
-        """When an answer is made, in seconds since the epoch (a replay's own time)."""
         self.leases = leases or Leases(store)
         """This process's leases: the messages it awaits the answer of are held under its
         name, and work one process does at a time under its leases."""
-        self.recaller = Recaller(store=store, count=tokenizer.count, embedder=embedder)
+        self.recaller = Recaller(
+            store=store, count=tokenizer.count, embedder=embedder, meter=self.meter
+        )
         self.assembler = Assembler(store=store, tokenizer=tokenizer, recaller=self.recaller)
         self._reply_locks = Locks()
         # Messages of one conversation are stored in the order they arrived, even when one
@@ -119,6 +125,16 @@ class Engine:
             budget=self.budget,
             leases=self.leases,
         )
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """When an answer or a model call is made, in seconds since the epoch (a replay's
+        own time; tests set it)."""
+        return self.meter.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self.meter.clock = clock
 
     # -- messages -------------------------------------------------------------------------
 
@@ -180,7 +196,7 @@ class Engine:
 
     async def _embed(self, conversation: Conversation, stored: StoredMessage) -> None:
         """Embed a stored message in the background, for recall by meaning."""
-        self.background.embed(stored, await self.settings_for(conversation))
+        self.background.embed(conversation, stored, await self.settings_for(conversation))
 
     async def handle_message(self, message: IncomingMessage) -> Reply | None:
         """Store the message; answer it when it is addressed to the bot."""
@@ -290,15 +306,16 @@ class Engine:
                 created_at=self.clock(),
                 reply_to=stored.id,
             )
-            self.background.embed(answer, settings)
-            await self.store.record_usage(
-                conversation_key=conversation.key,
-                model=answered.model,
+            self.background.embed(conversation, answer, settings)
+            await self.meter.record(
+                conversation=conversation,
+                person=stored.author_id,
                 purpose="chat",
-                # the bot's own counts when the server sent none (estimated, in /stats)
-                prompt_tokens=_either(answered.prompt_tokens, prompt.tokens),
-                completion_tokens=_either(answered.completion_tokens, answer.tokens),
-                estimated=answered.prompt_tokens is None,
+                model=answered.model,
+                prompt_tokens=answered.prompt_tokens,
+                cached_tokens=answered.cached_tokens,
+                completion_tokens=answered.completion_tokens,
+                counted=(prompt.tokens, answer.tokens),
             )
             gauge = self.gauge(answered.model)
             await gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
@@ -468,29 +485,9 @@ class Engine:
             gauge=self.gauge(settings.chat_model),
         )
 
-    async def search(self, conversation: Conversation, text: str) -> list[StoredMessage]:
-        """The conversation's messages that best match ``text``, best first, as recall
-        would find them for a message saying it (``/search``), whatever is in the window."""
-        settings = await self.settings_for(conversation)
-        newest = await self.store.last_message_id(conversation_key=conversation.key)
-        if newest is None:
-            return []
-        query = StoredMessage(0, 0, Role.USER, "", "", text, 0, self.clock())
-        return await self.recaller.search(
-            conversation_key=conversation.key,
-            query=query,
-            before_id=newest + 1,
-            pins=(),
-            settings=settings.recall,
-        )
-
     async def reset(self, conversation: Conversation, *, include_pins: bool) -> int:
         """Forget the conversation (and its channel's pins). Profiles are left alone: they
         belong to the people, who delete them with ``/forget``."""
         # A summary in flight is discarded when it finds the conversation's generation moved.
         async with self._reply_locks(conversation.key):
             return await self.store.reset(conversation=conversation, include_pins=include_pins)
-
-
-def _either(told: int | None, ours: int) -> int:
-    return ours if told is None else told

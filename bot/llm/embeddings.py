@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import openai
 
-from bot.core.ports.llm import ApiKey, Failure, LLMError
+from bot.core.ports.llm import ApiKey, Embeddings, Failure, LLMError
 from bot.llm.openai import classify
 
 
@@ -41,7 +41,7 @@ class OpenAIEmbedder:
             self._prefixes[0] != self._prefixes[1] or self._input_types[0] != self._input_types[1]
         )
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> Embeddings:
         role = 0 if query else 1
         prefix, input_type = self._prefixes[role], self._input_types[role]
         extra = {"input_type": input_type} if input_type else None
@@ -56,4 +56,10 @@ class OpenAIEmbedder:
         data = sorted(response.data or [], key=lambda item: item.index)
         if len(data) != len(texts):
             raise LLMError(Failure.BAD_RESPONSE, f"{len(data)} embeddings for {len(texts)} texts")
-        return [list(item.embedding) for item in data]
+        usage = getattr(response, "usage", None)
+        tokens = getattr(usage, "prompt_tokens", None)
+        return Embeddings(
+            vectors=[list(item.embedding) for item in data],
+            model=self._model,
+            prompt_tokens=tokens if isinstance(tokens, int) and tokens >= 0 else None,
+        )

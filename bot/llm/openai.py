@@ -290,6 +290,7 @@ class _StreamReading:
         self._finish: str | None = None
         self._prompt_tokens: int | None = None
         self._completion_tokens: int | None = None
+        self._cached_tokens = 0
 
     def take(self, chunk: ChatCompletionChunk) -> str:
         """The text this chunk adds (made storable; the reply's leading blanks dropped)."""
@@ -301,6 +302,8 @@ class _StreamReading:
         if usage is not None:
             self._prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
             self._completion_tokens = _count(getattr(usage, "completion_tokens", None))
+            details = getattr(usage, "prompt_tokens_details", None)
+            self._cached_tokens = _count(getattr(details, "cached_tokens", None)) or 0
         text = ""
         for choice in getattr(chunk, "choices", None) or ():
             if getattr(choice, "index", 0) != 0:
@@ -337,6 +340,7 @@ class _StreamReading:
             completion_tokens=self._completion_tokens,
             seconds=seconds,
             finish_reason=self._finish,
+            cached_tokens=self._cached_tokens,
         )
 
 
@@ -426,7 +430,16 @@ def read_completion(data: object, *, model: str, seconds: float) -> Completion:
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
         seconds=seconds,
+        cached_tokens=_cached(usage),
     )
+
+
+def _cached(usage: dict[str, object]) -> int:
+    """``usage.prompt_tokens_details.cached_tokens``: 0 when the body does not say."""
+    details = usage.get("prompt_tokens_details")
+    if not isinstance(details, dict):
+        return 0
+    return _count(details.get("cached_tokens")) or 0
 
 
 def _count(value: object) -> int | None:

@@ -251,7 +251,7 @@ async def _recall(app: App) -> Check:
     if embedder is None:
         return Check(True, "recall", detail)
     try:
-        (vector,) = await embedder.embed(["ok"])
+        (vector,) = (await embedder.embed(["ok"])).vectors
     except LLMError as exc:
         return Check(
             False, "recall", f"embeddings {embedder.model}: {exc.failure.value} ({exc.detail})"

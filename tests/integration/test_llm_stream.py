@@ -55,9 +55,23 @@ async def test_the_text_comes_in_pieces_in_order_and_the_usage_at_the_end(
     assert end.prompt_tokens == count_prompt_tokens(MODEL, MESSAGES)
     assert end.completion_tokens == len(encoding_for(MODEL).encode_ordinary(TEXT))
     assert 0 < end.seconds < 5
+    assert end.cached_tokens == 0  # the server said nothing of a prompt cache
     (body,) = llm.chat_requests
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["messages"] == MESSAGES and body["max_tokens"] == 100
+
+
+async def test_the_cached_prompt_tokens_are_read_from_whole_and_streamed_answers(
+    llm: FakeLLM, model: OpenAIChatModel
+) -> None:
+    llm.script(
+        Reply(TEXT, prompt_tokens=1200, cached_tokens=1024, completion_tokens=7),
+        Reply(TEXT, prompt_tokens=900, cached_tokens=512, completion_tokens=5),
+    )
+    whole = await model.complete(MESSAGES, max_tokens=100)
+    assert (whole.prompt_tokens, whole.cached_tokens, whole.completion_tokens) == (1200, 1024, 7)
+    end = await read(model.stream(MESSAGES, max_tokens=100), [])
+    assert (end.prompt_tokens, end.cached_tokens, end.completion_tokens) == (900, 512, 5)
 
 
 async def test_a_whole_completion_sends_the_messages_as_given(

@@ -76,6 +76,9 @@ class Reply:
     refusal: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    """Set: the usage says this many of the prompt's tokens came from the prompt cache
+    (``prompt_tokens_details.cached_tokens``), as OpenAI's does."""
     raw_body: str | None = None
     raw_literal: str | None = None
     """The JSON string literal a :meth:`raw_content` reply's text is sent as (streamed too)."""
@@ -234,6 +237,9 @@ class FakeLLM:
         self.embedder: Callable[[str], list[float]] = fake_embedding
         """What the embeddings endpoint answers for each input text."""
         self.embeddings_status = 200
+        self.embedding_tokens: int | None = None
+        """Set: every embeddings request reports this many prompt tokens (else this server's
+        count of its texts)."""
         self.embedding_seconds: tuple[float, float] = (0.0, 0.0)
         """Seconds per embeddings request and per text in it, spent one request at a time
         (a server computing on its own CPU, as a small local model does)."""
@@ -437,7 +443,14 @@ class FakeLLM:
         if completion is None:
             completion = len(encoding_for(model).encode_ordinary(reply.text or reply.refusal or ""))
         total = prompt + completion
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+        usage: JSON = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": total,
+        }
+        if reply.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+        return usage
 
     async def _stream(
         self, request: web.Request, body: JSON, reply: Reply, base: JSON, usage: JSON
@@ -539,5 +552,6 @@ class FakeLLM:
                 vector = base64.b64encode(FLOAT32S.pack(*vector)).decode()
             data.append({"object": "embedding", "index": index, "embedding": vector})
         tokens = sum(len(encoding_for(model).encode_ordinary(t)) for t in texts)
+        tokens = tokens if self.embedding_tokens is None else self.embedding_tokens
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return web.json_response({"object": "list", "data": data, "model": model, "usage": usage})

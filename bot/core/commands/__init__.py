@@ -10,6 +10,7 @@ from bot.core.commands.pins import pin, pins, unpin
 from bot.core.commands.profile import forget, profile, remember
 from bot.core.commands.settings import settings
 from bot.core.commands.stats import format_stats, stats
+from bot.core.commands.usage import usage
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Reply
 from bot.core.ports.store import StorageError
@@ -64,6 +65,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "stats", "/stats", "tokens in the prompt against the budget", stats, ephemeral=True
+    ),
+    CommandSpec(
+        "usage",
+        "/usage",
+        "what the models cost here and for you: today, this month, in total",
+        usage,
+        ephemeral=True,
     ),
     CommandSpec(
         "settings",

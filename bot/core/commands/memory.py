@@ -7,7 +7,7 @@ from bot.core.commands.common import error, info
 from bot.core.engine import Engine
 from bot.core.memory.digest import USAGE as DIGEST_USAGE
 from bot.core.memory.digest import parse_span, span_messages
-from bot.core.models import CommandCall, Reply, Role, utc_minute
+from bot.core.models import CommandCall, Conversation, Reply, Role, StoredMessage, utc_minute
 from bot.core.ports.llm import LLMError, clean_text
 from bot.core.wording import counted
 
@@ -58,7 +58,9 @@ async def _digest(engine: Engine, call: CommandCall) -> Reply:
         return info(f"Nothing was said here {span.describe()}.", ephemeral=True)
     settings = await engine.settings_for(call.conversation)
     try:
-        text, read = await engine.summarizer.digest(call.conversation, messages, settings=settings)
+        text, read = await engine.summarizer.digest(
+            call.conversation, messages, settings=settings, person=call.user_id
+        )
     except LLMError as exc:
         return error(f"The summary model failed ({exc.failure}). {exc.user_message}")
     read_out = f"{counted(len(messages), 'message')}" if span.last is None else ""
@@ -81,7 +83,7 @@ async def search(engine: Engine, call: CommandCall) -> Reply:
         )
     if not (await engine.settings_for(call.conversation)).recall.enabled:
         return error("Search is off here: memory.recall_tokens is 0, so nothing is indexed.")
-    found = (await engine.search(call.conversation, text))[:SEARCH_SHOWN]
+    found = (await _search(engine, call.conversation, text))[:SEARCH_SHOWN]
     if not found:
         return info(f"Nothing in this conversation matches “{text}”.", ephemeral=True)
     lines = [f"Best matches for “{text}” in this conversation:"]
@@ -92,6 +94,23 @@ async def search(engine: Engine, call: CommandCall) -> Reply:
         link = call.link_to(message.message_id) if call.link_to and message.message_id else None
         lines.append(f"• {when} UTC, {who}: {said}" + (f" ({link})" if link else ""))
     return info("\n".join(lines), ephemeral=True)
+
+
+async def _search(engine: Engine, conversation: Conversation, text: str) -> list[StoredMessage]:
+    """The conversation's messages that best match ``text``, best first, as recall would
+    find them for a message saying it, whatever is in the window."""
+    settings = await engine.settings_for(conversation)
+    newest = await engine.store.last_message_id(conversation_key=conversation.key)
+    if newest is None:
+        return []
+    query = StoredMessage(0, 0, Role.USER, "", "", text, 0, engine.clock())
+    return await engine.recaller.search(
+        conversation_key=conversation.key,
+        query=query,
+        before_id=newest + 1,
+        pins=(),
+        settings=settings.recall,
+    )
 
 
 async def reset(engine: Engine, call: CommandCall) -> Reply:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from bot.core.memory.kept import transcript_line
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 from bot.core.models import StoredMessage, utc_minute
-from bot.core.ports.llm import ChatModel
+from bot.core.ports.llm import ChatModel, Completion
 from bot.core.ports.store import Store
 from bot.core.wording import counted
 
@@ -119,9 +119,9 @@ async def write_digest(
     tokenizer: ChatTokenizer,
     input_limit: int,
     max_tokens: int,
-) -> tuple[str, int, int, int]:
+) -> tuple[str, int, Completion, int]:
     """The digest of the newest of ``messages`` that fit ``input_limit`` tokens; with how
-    many it read, and the call's prompt and completion tokens."""
+    many it read, the model's completion (its usage) and the bot's count of the prompt."""
     chosen: list[str] = []
     used = 0
     for message in reversed(messages):
@@ -137,5 +137,4 @@ async def write_digest(
         {"role": "user", "content": "\n".join(chosen)},
     ]
     completion = await model.complete(prompt, max_tokens=max_tokens)
-    prompt_tokens = completion.prompt_tokens or tokenizer.count_messages(prompt)
-    return completion.text.strip(), len(chosen), prompt_tokens, completion.completion_tokens or 0
+    return completion.text.strip(), len(chosen), completion, tokenizer.count_messages(prompt)

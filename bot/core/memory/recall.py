@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.core.cost import Meter
 from bot.core.memory.group import GROUP_HEADING, NO_SHARED, Shared, channel_label, members
 from bot.core.memory.terms import document_terms, query_terms, too_common, weight
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
@@ -42,7 +43,7 @@ from bot.core.models import (
     quote_lines,
     utc_date,
 )
-from bot.core.ports.llm import Embedder, LLMError
+from bot.core.ports.llm import Embedder, Embeddings, LLMError
 from bot.core.ports.store import Store
 from bot.core.progress import logged
 from bot.core.settings import RecallSettings
@@ -111,12 +112,16 @@ class Recaller:
         store: Store,
         count: Callable[[str], int],
         embedder: Embedder | None = None,
+        meter: Meter | None = None,
     ) -> None:
+        """``meter``: records each embeddings request with its cost."""
         self._store = store
         self._count = count
         self.embedder = embedder
-        self.defer: Callable[[StoredMessage], None] = lambda message: None
-        """Embed a message later, in the background (set by whoever runs that)."""
+        self._meter = meter or Meter(ledger=store)
+        self.defer: Callable[[str, StoredMessage], None] = lambda key, message: None
+        """Embed a message of a conversation (by key) later, in the background (set by
+        whoever runs that)."""
         self._heading_tokens = count(RECALL_HEADING) + MESSAGE_OVERHEAD
         self._group_heading_tokens = count(GROUP_HEADING) + 1
         # What a message's line takes beyond its stored count (date, author, newline): the
@@ -171,7 +176,7 @@ class Recaller:
         """The conversation's candidates before ``before_id``, best first, and those of the
         ``members`` of its memory group (each message's text only once, its own first)."""
         keyword = await self._keyword_hits(conversation_key, query.content, before_id)
-        wanted = await self._query_vector(query, settings)
+        wanted = await self._query_vector(conversation_key, query, settings)
         nearest_ids = await self._nearest([conversation_key], wanted, before_id, settings)
         where = dict.fromkeys((m.id for m, _ in keyword), conversation_key)
         where.update(dict.fromkeys(nearest_ids, conversation_key))
@@ -316,8 +321,11 @@ class Recaller:
                 scored.append((found, score))
         return sorted(scored, key=lambda hit: -hit[1])
 
-    async def _query_vector(self, query: StoredMessage, settings: RecallSettings) -> bytes | None:
-        """The query's embedding (None: recall by meaning is off, or must do without it)."""
+    async def _query_vector(
+        self, key: str, query: StoredMessage, settings: RecallSettings
+    ) -> bytes | None:
+        """The embedding of a query in conversation ``key`` (None: recall by meaning is off,
+        or must do without it)."""
         if self.embedder is None or not settings.embeddings:
             return None
         model = self.embedder.model
@@ -329,14 +337,15 @@ class Recaller:
         if stored is None:
             try:
                 async with asyncio.timeout(QUERY_EMBEDDING_SECONDS):
-                    vectors = await self.embedder.embed([query.content], query=asymmetric)
-                stored = vector_bytes(vectors[0])
+                    embedded = await self.embedder.embed([query.content], query=asymmetric)
+                await self._record(Conversation.from_key(key), embedded, [query.content])
+                stored = vector_bytes(embedded.vectors[0])
             except TimeoutError:
                 # The embeddings server is busy (a backlog of messages to embed): the answer
                 # does not wait; this one is embedded with the rest.
                 log.info("recall by meaning skipped for message %d: embeddings busy", query.id)
                 if query.id > 0:
-                    self.defer(query)
+                    self.defer(key, query)
                 return None
             except LLMError as exc:
                 log.warning("recall by meaning skipped: embeddings failed (%s)", exc)
@@ -346,7 +355,7 @@ class Recaller:
                     message_id=query.id, content=query.content, model=model, vector=stored
                 )
             elif query.id > 0:
-                self.defer(query)
+                self.defer(key, query)
         return stored
 
     async def _nearest(
@@ -389,7 +398,7 @@ class Recaller:
         with progress:
             while rows := await self._store.unembedded(before_id=before, model=model, limit=batch):
                 try:
-                    await self._embed(self.embedder, rows)
+                    await self._embed(self.embedder, rows, None)
                 except LLMError as exc:
                     log.warning("embedding stored messages stopped after %d (%s)", embedded, exc)
                     break
@@ -400,16 +409,20 @@ class Recaller:
             log.info("embedded %d stored messages for recall by meaning", embedded)
         return embedded
 
-    async def embed_messages(self, messages: Sequence[StoredMessage]) -> None:
-        """Store the messages' vectors, in one request (called in the background; a failure
-        is logged, and those messages are embedded at the next start)."""
+    async def embed_messages(
+        self, conversation: Conversation, messages: Sequence[StoredMessage]
+    ) -> None:
+        """Store the vectors of messages of ``conversation``, in one request (called in the
+        background; a failure is logged, and those messages are embedded at the next
+        start)."""
         if self.embedder is None:
             return
         wanted = [message for message in messages if message.content.strip()]
         if not wanted:
             return
         try:
-            await self._embed(self.embedder, [(message.id, message.content) for message in wanted])
+            rows = [(message.id, message.content) for message in wanted]
+            await self._embed(self.embedder, rows, conversation)
         except LLMError as exc:
             log.warning(
                 "embedding %s failed (%s); keyword recall only for them until the next start",
@@ -417,14 +430,37 @@ class Recaller:
                 exc,
             )
 
-    async def _embed(self, embedder: Embedder, rows: Sequence[tuple[int, str]]) -> None:
-        """Embed ``(message id, content)`` rows in one request and store their vectors;
-        raises :class:`LLMError` when the request fails."""
-        vectors = await embedder.embed([content for _, content in rows])
-        for (message_id, content), vector in zip(rows, vectors, strict=True):
+    async def _embed(
+        self,
+        embedder: Embedder,
+        rows: Sequence[tuple[int, str]],
+        conversation: Conversation | None,
+    ) -> None:
+        """Embed ``(message id, content)`` rows in one request, recorded for
+        ``conversation`` (None: a backlog, of any), and store their vectors; raises
+        :class:`LLMError` when the request fails."""
+        texts = [content for _, content in rows]
+        embedded = await embedder.embed(texts)
+        await self._record(conversation, embedded, texts)
+        for (message_id, content), vector in zip(rows, embedded.vectors, strict=True):
             await self._store.save_vector(
                 message_id=message_id,
                 content=content,
                 model=embedder.model,
                 vector=vector_bytes(vector),
             )
+
+    async def _record(
+        self, conversation: Conversation | None, embedded: Embeddings, texts: Sequence[str]
+    ) -> None:
+        """Record an embeddings request (for no one in particular); the bot's own count of
+        ``texts`` when the server did not say."""
+        await self._meter.record(
+            conversation=conversation,
+            person="",
+            purpose="embedding",
+            model=embedded.model,
+            prompt_tokens=embedded.prompt_tokens,
+            completion_tokens=0,
+            counted=(sum(self._count(text) for text in texts), 0),
+        )

@@ -27,18 +27,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.config import Strategy
+from bot.core.cost import Meter
 from bot.core.memory.calibration import Calibrator, Gauge
 from bot.core.memory.digest import write_digest
 from bot.core.memory.kept import keep_verbatim, transcript_line
+from bot.core.memory.proposals import authors, split_profiles
 from bot.core.memory.tokens import MESSAGE_OVERHEAD, ChatTokenizer
 from bot.core.models import (
     Conversation,
     FactSource,
     Person,
-    Role,
     StoredMessage,
     Summary,
-    clean_name,
     indent_headings,
 )
 from bot.core.ports.llm import ChatModel, ChatModels, Failure, LLMError
@@ -72,9 +72,6 @@ nothing new.
 
 Write in the language the conversation mostly uses. Do not invent anything. Do not answer \
 questions from the chat; only summarize."""
-_PROFILE_LINE = re.compile(r"^[-*]?\s*PROFILE\s+(?P<name>[^:]+?)\s*:\s*(?P<fact>\S.*?)\s*$")
-_PROFILE_START = re.compile(r"^[-*]?\s*PROFILE\b")
-_MAX_FACT_CHARS = 300
 _MAX_FACTS_PER_PERSON = 5
 """Inferred facts taken per person from one compaction."""
 
@@ -123,24 +120,6 @@ class _Written:
     proposals: list[tuple[str, str]] = field(default_factory=list)
 
 
-def split_profiles(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """The summary without its ``PROFILE`` lines (and their heading), and those lines as
-    ``(name, fact)``; lines that start like one but don't parse are dropped."""
-    kept: list[str] = []
-    proposals: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if _PROFILE_START.match(stripped):
-            match = _PROFILE_LINE.match(stripped)
-            if match is not None:
-                proposals.append((match["name"], match["fact"][:_MAX_FACT_CHARS]))
-            continue
-        if stripped.rstrip(":").strip().casefold() == "profiles":
-            continue
-        kept.append(line)
-    return "\n".join(kept).strip(), proposals
-
-
 def _group_turns(rows: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
     turns: dict[int, list[StoredMessage]] = {}
     for row in rows:
@@ -168,8 +147,11 @@ class Summarizer:
         models: ChatModels,
         tokenizer: ChatTokenizer,
         calibrator: Calibrator | None = None,
+        meter: Meter | None = None,
     ) -> None:
+        """``meter``: records each call with its cost (the engine's)."""
         self._store = store
+        self._meter = meter or Meter(ledger=store)
         self._models = models
         self._tokenizer = tokenizer
         self._calibrator = calibrator
@@ -262,25 +244,33 @@ class Summarizer:
         return saved
 
     async def digest(
-        self, conversation: Conversation, messages: list[StoredMessage], *, settings: Settings
+        self,
+        conversation: Conversation,
+        messages: list[StoredMessage],
+        *,
+        settings: Settings,
+        person: str = "",
     ) -> tuple[str, int]:
-        """A digest of ``messages`` for someone catching up (``/summarize since``), kept
+        """A digest of ``messages`` for ``person`` catching up (``/summarize since``), kept
         nowhere; with how many of the newest it read (those that fit one call)."""
         options = settings.summary
         model = self._models.get(settings.summary_model)
-        text, read, prompt_tokens, completion_tokens = await write_digest(
+        text, read, completion, counted = await write_digest(
             messages,
             model=model,
             tokenizer=self._tokenizer,
             input_limit=self._input_cap(model.model, options.max_input_tokens, options.max_tokens),
             max_tokens=options.max_tokens,
         )
-        await self._store.record_usage(
-            conversation_key=conversation.key,
-            model=model.model,
+        await self._meter.record(
+            conversation=conversation,
+            person=person,
             purpose="digest",
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            model=model.model,
+            prompt_tokens=completion.prompt_tokens,
+            cached_tokens=completion.cached_tokens,
+            completion_tokens=completion.completion_tokens,
+            counted=(counted, self._tokenizer.count(text)),
         )
         return text, read
 
@@ -453,37 +443,21 @@ class Summarizer:
         if (gauge := self._gauge(model.model)) is not None:
             ours = self._tokenizer.count_messages(messages)
             await gauge.observe(messages, ours, completion.prompt_tokens)
-        await self._store.record_usage(
-            conversation_key=key,
-            model=completion.model,
+        await self._meter.record(
+            conversation=Conversation.from_key(key),
+            person="",
             purpose="summary",
-            prompt_tokens=completion.prompt_tokens
-            if completion.prompt_tokens is not None
-            else self._tokenizer.count_messages(messages),
-            completion_tokens=completion.completion_tokens
-            if completion.completion_tokens is not None
-            else self._tokenizer.count(completion.text),
-            estimated=completion.prompt_tokens is None,
+            model=model.model,
+            prompt_tokens=completion.prompt_tokens,
+            cached_tokens=completion.cached_tokens,
+            completion_tokens=completion.completion_tokens,
+            counted=(
+                self._tokenizer.count_messages(messages),
+                self._tokenizer.count(completion.text),
+            ),
         )
         text, named = split_profiles(completion.text)
         text = keep_verbatim(
             text, previous, important, limits.summary, limits.input_tokens, self._tokenizer
         )
-        return _Written(text, _authors(named, rows))
-
-
-def _authors(
-    named: Sequence[tuple[str, str]], rows: Sequence[StoredMessage]
-) -> list[tuple[str, str]]:
-    """``(name, fact)`` proposals as ``(author id, fact)``, for names that belong to exactly
-    one person among the folded messages' authors."""
-    ids: dict[str, set[str]] = {}
-    for row in rows:
-        if row.role is Role.USER:
-            ids.setdefault(clean_name(row.author_name), set()).add(row.author_id)
-    out = []
-    for name, fact in named:
-        owners = ids.get(name.strip(), set())
-        if len(owners) == 1:
-            out.append((next(iter(owners)), fact))
-    return out
+        return _Written(text, authors(named, rows))

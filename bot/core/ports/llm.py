@@ -136,6 +136,9 @@ class Completion:
     prompt_tokens: int | None
     completion_tokens: int | None
     seconds: float
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, those the server took from its prompt cache (0: none, or it
+    did not say)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ class StreamEnd:
     completion_tokens: int | None
     seconds: float
     finish_reason: str | None
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, those served from the server's prompt cache."""
 
 
 class ChatModel(Protocol):
@@ -201,6 +206,17 @@ class ChatModels:
         return iter(self._by_name)
 
 
+@dataclass(frozen=True)
+class Embeddings:
+    """What one embeddings request gave: a vector per text, and what it took."""
+
+    vectors: list[list[float]]
+    model: str
+    """The model the request named (as priced; not :attr:`Embedder.model`'s marked name)."""
+    prompt_tokens: int | None
+    """As the server counted them; None when it did not say."""
+
+
 class Embedder(Protocol):
     """What recall needs of an embeddings endpoint: one vector per text."""
 
@@ -215,6 +231,6 @@ class Embedder(Protocol):
         """Whether a question is embedded unlike a stored message (its own marker)."""
         ...
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> Embeddings:
         """One vector per text: stored messages, or with ``query`` questions searched with."""
         ...

@@ -1,0 +1,64 @@
+"""``/usage``: what the models cost for this channel (and its threads) and for the caller
+(their calls in this workspace), today, this month (UTC) and in total, by model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from bot.core.commands.common import info
+from bot.core.cost import NO_PRICE, Prices, money
+from bot.core.engine import Engine
+from bot.core.models import CommandCall, Reply
+from bot.core.ports.spend import Spend
+from bot.core.wording import counted
+
+
+def spend_lines(rows: Sequence[Spend], prices: Prices, indent: str = "  ") -> list[str]:
+    """A line per model (requests, tokens, money; a model without a price flagged) and a
+    total line; one line saying so when nothing was spent."""
+    if not rows:
+        return [f"{indent}nothing"]
+    lines = []
+    for row in rows:
+        cached = f" ({row.cached_tokens:,} cached)" if row.cached_tokens else ""
+        cost = money(row.cost) if prices.priced(row.model) or row.cost else NO_PRICE
+        lines.append(
+            f"{indent}{row.model}: {counted(row.requests, 'request')}, "
+            f"{row.prompt_tokens:,} prompt{cached} + {row.completion_tokens:,} completion "
+            f"tokens: {cost}"
+        )
+    requests = sum(row.requests for row in rows)
+    total = money(sum(row.cost for row in rows))
+    unpriced = [row.model for row in rows if not prices.priced(row.model) and not row.cost]
+    missing = f" (no price for {', '.join(unpriced)})" if unpriced else ""
+    lines.append(f"{indent}total: {counted(requests, 'request')}: {total}{missing}")
+    return lines
+
+
+def periods(now: float) -> list[tuple[str, float | None]]:
+    """Today, this month (UTC) and in total: each titled, with when it starts."""
+    today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    month = today.replace(day=1)
+    return [
+        (f"Today ({today:%Y-%m-%d} UTC)", today.timestamp()),
+        (f"This month ({month:%B %Y})", month.timestamp()),
+        ("In total", None),
+    ]
+
+
+async def usage(engine: Engine, call: CommandCall) -> Reply:
+    conversation = call.conversation
+    prices = engine.meter.prices
+    workspace = f"{conversation.platform}:{conversation.workspace}"
+    lines = []
+    for title, scope in (
+        ("This channel (and its threads)", {"channel_key": conversation.channel_key}),
+        ("You, in this workspace", {"workspace": workspace, "person": call.user_id}),
+    ):
+        lines.append(f"{title}:")
+        for period, since in periods(engine.clock()):
+            rows = await engine.store.spend(since=since, until=None, **scope)
+            lines.append(f"  {period}:")
+            lines.extend(spend_lines(rows, prices, indent="    "))
+    return info("\n".join(lines), ephemeral=True)
