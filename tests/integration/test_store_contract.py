@@ -4,8 +4,10 @@ memory): what the core may count on from any store."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
 from bot.core.ports.settings import SettingChange
+from bot.core.ports.spend import ModelCall, Spend, SpendLine
 from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, Store, UsageTotals
 from bot.store.archive import ArchiveError
 from tests.support.stores import KIND_PARAMS, StoreKind, opened_store
@@ -531,6 +534,7 @@ async def test_an_export_is_imported_whole_into_either_store(
     await change(store, THREAD.key, "model", "llama3", by="U2", at=2.0)
     await change(store, RANDOM.key, "model", "elsewhere")
     await change(store, "slack:T1:C10", "model", "elsewhere")  # its key starts as C1's does
+    await store.record_call(call=model_call(GENERAL, at=1.0, cost=0.5))  # not exported
     channel = await store.export_records(channel_key=GENERAL.channel_key)
     assert {r["type"] for r in channel} == {
         "conversation",
@@ -565,6 +569,7 @@ async def test_an_export_is_imported_whole_into_either_store(
         with pytest.raises(ArchiveError, match="nothing imported"):
             await there.import_records(records=channel)
         assert (await there.usage(conversation_key=GENERAL.key)) == []
+        assert await there.spend(since=None, until=None) == []
 
 
 async def test_an_import_skips_the_settings_already_here_and_refuses_others(
@@ -870,3 +875,196 @@ async def test_waiting_for_an_answer_ends_by_its_time_at_the_latest(store: Store
     began = loop.time()
     await store.wait_answered(conversation_key=GENERAL.key, within=0.2)
     assert 0.15 < loop.time() - began < 5
+
+
+# -- the ledger of model calls -------------------------------------------------------------
+
+C10 = Conversation("slack", "T1", "C10")  # its key starts as C1's does
+ELSEWHERE = Conversation("slack", "T2", "C1")  # another workspace: U1 there is someone else
+T10 = Conversation("slack", "T10", "C1")  # its workspace starts as T1's does
+
+
+def model_call(
+    conversation: Conversation | None,
+    *,
+    at: float,
+    model: str = "gpt-4o",
+    purpose: str = "chat",
+    person: str = "U1",
+    prompt: int = 10,
+    cached: int = 0,
+    completion: int = 2,
+    cost: float = 0.0,
+    estimated: bool = False,
+) -> ModelCall:
+    return ModelCall(
+        at, conversation, person, model, purpose, prompt, cached, completion, cost, estimated
+    )
+
+
+async def record(store: Store, *calls: ModelCall) -> None:
+    for call in calls:
+        await store.record_call(call=call)
+
+
+def spent(found: Sequence[Spend]) -> list[tuple[object, ...]]:
+    """Each model's sums; costs compared to a trillionth (sums of floats may differ in
+    their last bit between stores)."""
+    return [dataclasses.astuple(s) for s in found]
+
+
+def cost(value: float) -> object:
+    return pytest.approx(value, abs=1e-12, rel=0)
+
+
+async def test_calls_are_summed_per_channel_with_its_threads_by_model(store: Store) -> None:
+    await record(
+        store,
+        model_call(GENERAL, at=100, model="gpt-4o", prompt=10, cached=4, completion=2, cost=0.1),
+        model_call(THREAD, at=101, model="Qwen", prompt=20, completion=3, cost=0.25),
+        model_call(GENERAL, at=102, model="gpt-4o", prompt=30, cached=6, completion=5, cost=0.2),
+        model_call(GENERAL, at=103, model="gpt-4o-mini", cost=0.7),
+        model_call(C10, at=104, model="gpt-4o", cost=1.0),
+        model_call(RANDOM, at=105, model="gpt-4o", cost=2.0),
+    )
+    # By model name in code point order: "Qwen" before "gpt-4o", "gpt-4o" before "-mini".
+    assert spent(await store.spend(since=None, until=None, channel_key=GENERAL.channel_key)) == [
+        ("Qwen", 1, 20, 0, 3, cost(0.25)),
+        ("gpt-4o", 2, 40, 10, 7, cost(0.3)),
+        ("gpt-4o-mini", 1, 10, 0, 2, cost(0.7)),
+    ]
+    assert spent(await store.spend(since=None, until=None, channel_key=C10.channel_key)) == [
+        ("gpt-4o", 1, 10, 0, 2, cost(1.0))
+    ]
+    everything = await store.spend(since=None, until=None)
+    assert spent(everything) == [
+        ("Qwen", 1, 20, 0, 3, cost(0.25)),
+        ("gpt-4o", 4, 60, 10, 11, cost(3.3)),
+        ("gpt-4o-mini", 1, 10, 0, 2, cost(0.7)),
+    ]
+    assert await store.spend(since=None, until=None, channel_key="slack:T1:C3") == []
+
+
+async def test_calls_are_summed_per_workspace_and_per_person_in_it(store: Store) -> None:
+    await record(
+        store,
+        model_call(GENERAL, at=1, person="U1", cost=0.1),
+        model_call(THREAD, at=2, person="U1", cost=0.2, cached=3),
+        model_call(RANDOM, at=3, person="U2", cost=0.4),
+        model_call(GENERAL, at=4, person="", purpose="summary", cost=0.8),  # for no one
+        model_call(ELSEWHERE, at=5, person="U1", cost=1.6),  # the same id, another workspace
+        model_call(T10, at=6, person="U1", cost=3.2),
+    )
+    t1 = await store.spend(since=None, until=None, workspace="slack:T1")
+    assert spent(t1) == [("gpt-4o", 4, 40, 3, 8, cost(1.5))]
+    ana = await store.spend(since=None, until=None, workspace="slack:T1", person="U1")
+    assert spent(ana) == [("gpt-4o", 2, 20, 3, 4, cost(0.3))]
+    there = await store.spend(since=None, until=None, workspace="slack:T2", person="U1")
+    assert spent(there) == [("gpt-4o", 1, 10, 0, 2, cost(1.6))]
+    assert await store.spend(since=None, until=None, workspace="slack:T2", person="U2") == []
+
+
+async def test_a_time_range_holds_its_start_and_not_its_end(store: Store) -> None:
+    await record(
+        store,
+        model_call(GENERAL, at=100.0, cost=1),
+        model_call(GENERAL, at=200.0, cost=2),
+        model_call(GENERAL, at=300.0, cost=4),
+    )
+
+    async def between(since: float | None, until: float | None) -> list[tuple[object, ...]]:
+        found = await store.spend(since=since, until=until, channel_key=GENERAL.channel_key)
+        return [(s.requests, s.cost) for s in found]
+
+    assert await between(100.0, 300.0) == [(2, cost(3))]
+    assert await between(100.5, 300.5) == [(2, cost(6))]
+    assert await between(300.0, None) == [(1, cost(4))]
+    assert await between(None, 200.0) == [(1, cost(1))]
+    assert await between(None, 100.0) == []
+    assert await between(None, None) == [(3, cost(7))]
+    lines = await store.spend_lines(since=200.0, until=300.0)
+    assert [(line.requests, line.cost) for line in lines] == [(1, cost(2))]
+
+
+async def test_spend_lines_group_calls_by_utc_day_conversation_model_and_purpose(
+    store: Store,
+) -> None:
+    midnight = datetime(2026, 12, 5, tzinfo=UTC).timestamp()
+    await record(
+        store,
+        model_call(GENERAL, at=midnight - 0.5, cost=0.1),
+        model_call(GENERAL, at=midnight, cost=0.1, cached=2),
+        model_call(GENERAL, at=midnight + 60, cost=0.2, cached=3),
+        model_call(GENERAL, at=midnight + 70, model="m", purpose="summary", cost=0.05),
+        model_call(THREAD, at=midnight + 80, cost=0.3),
+        model_call(None, at=midnight + 90, model="e", purpose="embedding", person="", cost=0.01),
+        model_call(RANDOM, at=midnight + 100, cost=0.4),
+    )
+
+    def shown(lines: Sequence[SpendLine]) -> list[tuple[object, ...]]:
+        return [dataclasses.astuple(line) for line in lines]
+
+    assert shown(await store.spend_lines(since=None, until=None)) == [
+        ("2026-12-04", GENERAL.key, "gpt-4o", "chat", 1, 10, 0, 2, cost(0.1)),
+        ("2026-12-05", "", "e", "embedding", 1, 10, 0, 2, cost(0.01)),
+        ("2026-12-05", GENERAL.key, "gpt-4o", "chat", 2, 20, 5, 4, cost(0.3)),
+        ("2026-12-05", GENERAL.key, "m", "summary", 1, 10, 0, 2, cost(0.05)),
+        ("2026-12-05", THREAD.key, "gpt-4o", "chat", 1, 10, 0, 2, cost(0.3)),
+        ("2026-12-05", RANDOM.key, "gpt-4o", "chat", 1, 10, 0, 2, cost(0.4)),
+    ]
+    channel = await store.spend_lines(since=midnight, until=None, channel_key=GENERAL.channel_key)
+    assert [(line.day, line.conversation_key, line.requests) for line in channel] == [
+        ("2026-12-05", GENERAL.key, 2),
+        ("2026-12-05", GENERAL.key, 1),
+        ("2026-12-05", THREAD.key, 1),
+    ]
+
+
+async def test_a_call_for_no_conversation_is_in_the_ledger_only(store: Store) -> None:
+    await record(store, model_call(None, at=5, model="e", purpose="embedding", person="", cost=1))
+    assert spent(await store.spend(since=None, until=None)) == [("e", 1, 10, 0, 2, cost(1))]
+    assert await store.spend(since=None, until=None, channel_key=GENERAL.channel_key) == []
+    assert await store.spend(since=None, until=None, workspace="slack:T1") == []
+    assert await store.usage(conversation_key="") == []
+    assert await store.conversations() == []
+
+
+async def test_a_recorded_call_adds_to_its_conversations_lifetime_totals(store: Store) -> None:
+    await store.record_usage(
+        conversation_key=GENERAL.key,
+        model="m",
+        purpose="chat",
+        prompt_tokens=5,
+        completion_tokens=1,
+    )
+    await record(
+        store,
+        model_call(GENERAL, at=1, model="m", prompt=10, cached=8, completion=2, cost=0.1),
+        model_call(GENERAL, at=2, model="m", prompt=7, completion=4, estimated=True),
+        model_call(GENERAL, at=3, model="s", purpose="summary", prompt=3, completion=1),
+        model_call(THREAD, at=4, model="m", prompt=100, completion=20),
+    )
+    assert list(await store.usage(conversation_key=GENERAL.key)) == [
+        UsageTotals("m", "chat", 3, 22, 7, estimated=1),
+        UsageTotals("s", "summary", 1, 3, 1),
+    ]
+    assert list(await store.usage(conversation_key=THREAD.key)) == [
+        UsageTotals("m", "chat", 1, 100, 20)
+    ]
+    # record_usage alone is not a model call the ledger knows of (no cost, no time).
+    assert [s.requests for s in await store.spend(since=None, until=None)] == [3, 1]
+
+
+async def test_a_reset_keeps_what_was_spent(store: Store) -> None:
+    """What was spent stays spent: /reset forgets the conversation, not its cost."""
+    await add(store, "hello")
+    await record(store, model_call(GENERAL, at=1, cost=0.5), model_call(THREAD, at=2, cost=0.25))
+    before = spent(await store.spend(since=None, until=None, channel_key=GENERAL.channel_key))
+    lines = await store.spend_lines(since=None, until=None)
+    await store.reset(conversation=GENERAL, include_pins=True)
+    await store.reset(conversation=THREAD, include_pins=True)
+    assert before == [("gpt-4o", 2, 20, 0, 4, cost(0.75))]
+    assert spent(await store.spend(since=None, until=None, channel_key=GENERAL.channel_key)) == (
+        before
+    )
+    assert await store.spend_lines(since=None, until=None) == lines

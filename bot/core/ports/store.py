@@ -6,7 +6,8 @@ tokenizer calibrations, ``AdminStore`` what operators do to a whole database (ba
 export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
 database coordinate by: leases on work only one of them may do at a time, and the messages
 awaiting an answer, ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per channel,
-and ``Ledger`` (:mod:`.spend`) every call to a model and its cost. ``Store`` is all seven. Every method takes keyword-only, plain arguments.
+and ``Ledger`` (:mod:`.spend`) every call to a model and its cost. ``Store`` is all seven.
+Every method takes keyword-only, plain arguments.
 Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
 an in-memory store (``bot.store.memory``).
 """
@@ -492,5 +493,7 @@ class AdminStore(Protocol):
     async def close(self) -> None: ...
 
 
-class Store(MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Protocol):
+class Store(
+    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Ledger, Protocol
+):
     """All of the store."""

@@ -27,9 +27,10 @@ from bot.store.memory.archive import export_records, import_records, write_backu
 from bot.store.memory.leases import Leases
 from bot.store.memory.messages import Messages
 from bot.store.memory.settings import Settings
+from bot.store.memory.spend import Ledger
 
 
-class MemoryStore(Messages, Leases, Settings):
+class MemoryStore(Messages, Leases, Settings, Ledger):
     """Implements :class:`bot.core.ports.store.Store` in memory."""
 
     # -- pins, profiles, summaries -------------------------------------------------------
@@ -136,13 +137,8 @@ class MemoryStore(Messages, Leases, Settings):
         completion_tokens: int,
         estimated: bool = False,
     ) -> None:
-        key = (conversation_key, model, purpose)
-        requests, prompt, completion, counted = self._usage.get(key, (0, 0, 0, 0))
-        self._usage[key] = (
-            requests + 1,
-            prompt + prompt_tokens,
-            completion + completion_tokens,
-            counted + int(estimated),
+        self.add_usage(
+            conversation_key, model, purpose, prompt_tokens, completion_tokens, estimated
         )
 
     async def usage(self, *, conversation_key: str) -> Sequence[UsageTotals]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage, Summary
 from bot.core.ports.settings import SettingChange
+from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample
 
 
@@ -92,6 +93,7 @@ class Tables:
         self._vectors: dict[int, tuple[str, bytes]] = {}  # message id: model, vector
         self._usage: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
         self._calibration_samples: list[CalibrationSample] = []
+        self.calls: list[ModelCall] = []  # the ledger, in the order recorded
         self._meta: dict[str, str] = {}
         self._requests: dict[str, float] = {}
         self.lease_rows: dict[str, tuple[str, float]] = {}  # name: holder, runs until
@@ -106,6 +108,18 @@ class Tables:
         last = max(self._last_ids.get(name, 0), max(table, default=0)) + 1
         self._last_ids[name] = last
         return last
+
+    def add_usage(
+        self, key: str, model: str, purpose: str, prompt: int, completion: int, estimated: bool
+    ) -> None:
+        """One request added to the conversation's lifetime totals for the model and purpose."""
+        requests, prompts, completions, counted = self._usage.get((key, model, purpose), (0,) * 4)
+        self._usage[key, model, purpose] = (
+            requests + 1,
+            prompts + prompt,
+            completions + completion,
+            counted + int(estimated),
+        )
 
     def _rows(self, conversation_key: str) -> list[MessageRow]:
         """The conversation's messages, by id."""

@@ -4,7 +4,7 @@
 for several processes sharing one database: each write that touches a conversation takes the
 conversation's row first, so that two processes writing one conversation serialize cleanly.
 Each concern lives in its own module (messages, turns, search, vectors, pins, profiles,
-summaries, usage, admin, leases, settings); the schema and its migrations in :mod:`.schema`.
+summaries, usage, admin, leases, settings, spend); the schema and its migrations in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from bot.store.postgres.profiles import Profiles
 from bot.store.postgres.schema import SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.search import Search
 from bot.store.postgres.settings import Settings
+from bot.store.postgres.spend import Ledger
 from bot.store.postgres.summaries import Summaries
 from bot.store.postgres.turns import Turns
 from bot.store.postgres.usage import Usage
@@ -74,7 +75,18 @@ async def open_pool(url: str, *, pool_size: int) -> asyncpg.Pool:
 
 
 class PostgresStore(
-    Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases, Settings
+    Messages,
+    Turns,
+    Search,
+    Vectors,
+    Pins,
+    Profiles,
+    Summaries,
+    Usage,
+    Admin,
+    Leases,
+    Settings,
+    Ledger,
 ):
     @classmethod
     async def open(cls, url: str, *, pool_size: int = 10, index: bool = True) -> PostgresStore:

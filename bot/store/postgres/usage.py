@@ -9,6 +9,18 @@ from collections.abc import Sequence
 from bot.core.ports.store import CalibrationSample, UsageTotals
 from bot.store.postgres.connection import Connection
 
+ADD_USAGE = (
+    "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
+    " completion_tokens, estimated) VALUES ($1, $2, $3, 1, $4, $5, $6)"
+    " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
+    " requests = usage.requests + 1,"
+    " prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens,"
+    " completion_tokens = usage.completion_tokens + excluded.completion_tokens,"
+    " estimated = usage.estimated + excluded.estimated"
+)
+"""One request added to a conversation's totals for a model and purpose: conversation,
+model, purpose, prompt and completion tokens, estimated (0 or 1)."""
+
 
 class Usage(Connection):
     async def record_usage(
@@ -22,13 +34,7 @@ class Usage(Connection):
         estimated: bool = False,
     ) -> None:
         await self._write(
-            "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
-            " completion_tokens, estimated) VALUES ($1, $2, $3, 1, $4, $5, $6)"
-            " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
-            " requests = usage.requests + 1,"
-            " prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens,"
-            " completion_tokens = usage.completion_tokens + excluded.completion_tokens,"
-            " estimated = usage.estimated + excluded.estimated",
+            ADD_USAGE,
             conversation_key,
             model,
             purpose,

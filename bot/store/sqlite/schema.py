@@ -348,6 +348,30 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX setting_changes_by_scope ON setting_changes (scope, id);
     """,
+    # 15: the ledger: every call to a model, where (conversation, its channel, its workspace as
+    # platform:workspace; '' for none) and for whom it was made, its tokens and cost. Summed
+    # over a time range per channel, per person in a workspace, per workspace or overall.
+    """
+    CREATE TABLE model_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        conversation TEXT NOT NULL,
+        channel_key TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        person TEXT NOT NULL,
+        model TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        cached_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        estimated INTEGER NOT NULL CHECK (estimated IN (0, 1))
+    );
+    CREATE INDEX model_calls_by_time ON model_calls (at);
+    CREATE INDEX model_calls_by_channel ON model_calls (channel_key, at);
+    CREATE INDEX model_calls_by_workspace ON model_calls (workspace, at);
+    CREATE INDEX model_calls_by_person ON model_calls (workspace, person, at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,7 +4,7 @@
 connection: every read and write runs on aiosqlite's thread, never on the event loop. WAL lets
 a read see every committed write without waiting for a writer in another process. Each concern
 lives in its own module (messages, turns, search, vectors, pins, profiles, summaries, usage,
-admin, leases, settings); the schema and its migrations in :mod:`.schema`.
+admin, leases, settings, spend); the schema and its migrations in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from bot.store.sqlite.profiles import Profiles
 from bot.store.sqlite.schema import SCHEMA_VERSION, DatabaseError
 from bot.store.sqlite.search import Search
 from bot.store.sqlite.settings import Settings
+from bot.store.sqlite.spend import Ledger
 from bot.store.sqlite.summaries import Summaries
 from bot.store.sqlite.turns import Turns
 from bot.store.sqlite.usage import Usage
@@ -40,7 +41,18 @@ _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
 class SqliteStore(
-    Messages, Turns, Search, Vectors, Pins, Profiles, Summaries, Usage, Admin, Leases, Settings
+    Messages,
+    Turns,
+    Search,
+    Vectors,
+    Pins,
+    Profiles,
+    Summaries,
+    Usage,
+    Admin,
+    Leases,
+    Settings,
+    Ledger,
 ):
     @classmethod
     async def open(

@@ -9,6 +9,18 @@ from collections.abc import Sequence
 from bot.core.ports.store import CalibrationSample, UsageTotals
 from bot.store.sqlite.connection import Connection
 
+ADD_USAGE = (
+    "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
+    " completion_tokens, estimated) VALUES (?, ?, ?, 1, ?, ?, ?)"
+    " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
+    " requests = requests + 1,"
+    " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+    " completion_tokens = completion_tokens + excluded.completion_tokens,"
+    " estimated = estimated + excluded.estimated"
+)
+"""One request added to a conversation's totals for a model and purpose: conversation,
+model, purpose, prompt and completion tokens, estimated (0 or 1)."""
+
 
 class Usage(Connection):
     async def record_usage(
@@ -22,13 +34,7 @@ class Usage(Connection):
         estimated: bool = False,
     ) -> None:
         await self._write(
-            "INSERT INTO usage (conversation, model, purpose, requests, prompt_tokens,"
-            " completion_tokens, estimated) VALUES (?, ?, ?, 1, ?, ?, ?)"
-            " ON CONFLICT (conversation, model, purpose) DO UPDATE SET"
-            " requests = requests + 1,"
-            " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-            " completion_tokens = completion_tokens + excluded.completion_tokens,"
-            " estimated = estimated + excluded.estimated",
+            ADD_USAGE,
             (conversation_key, model, purpose, prompt_tokens, completion_tokens, int(estimated)),
         )
 
