@@ -73,9 +73,10 @@ def test_a_summary_model_at_a_private_address_is_free_while_the_remote_chat_mode
 def test_a_remote_model_without_a_price_costs_nothing_and_is_flagged() -> None:
     table = Prices({})
     assert not table.priced("some-new-model")
-    assert table.cost(
-        "some-new-model", prompt_tokens=10**6, cached_tokens=0, completion_tokens=10**6
-    ) == 0
+    assert (
+        table.cost("some-new-model", prompt_tokens=10**6, cached_tokens=0, completion_tokens=10**6)
+        == 0
+    )
 
 
 def test_money_is_shown_in_dollars_to_the_digit_that_matters() -> None:
