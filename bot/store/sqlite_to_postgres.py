@@ -96,6 +96,12 @@ TABLES: tuple[Table, ...] = (
     _table("profile_forgets", "platform workspace user_id", "platform workspace user_id forgot_at"),
     _table("settings", "scope key", "scope key value by_id by_name at"),
     _table("setting_changes", "id", "id scope key old new by_id by_name at"),
+    _table(
+        "model_calls",
+        "id",
+        "id at conversation channel_key workspace person model purpose prompt_tokens"
+        " cached_tokens completion_tokens cost estimated",
+    ),
 )
 """The data, in the order it is copied (a vector after its message)."""
 
@@ -117,6 +123,7 @@ IDENTITIES = (
     "profile_facts",
     "setting_changes",
     "calibration_samples",
+    "model_calls",
 )
 
 

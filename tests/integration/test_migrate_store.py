@@ -22,6 +22,7 @@ from bot.commands_cli.migrate import migrate_store
 from bot.config import Config, parse_config
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
+from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample, NewSummary, Store, UsageTotals
 from bot.store.postgres.store import PostgresStore
 from bot.store.sqlite.store import SqliteStore
@@ -37,6 +38,11 @@ VECTOR = bytes(range(256)) * 6
 SAMPLES = (
     CalibrationSample("llama3", 900, 100, 0, 1190),
     CalibrationSample("llama3", 400, 0, 0, 430),
+)
+CALLS = (
+    ModelCall(1700000000.5, THREAD, "U1", "gpt-4o", "chat", 1200, 1024, 80, 0.1 + 0.2),
+    ModelCall(1700086400.0, DISCORD, "U7", "llama3", "chat", 300, 0, 40, 0.0, estimated=True),
+    ModelCall(1700086401.0, None, "", "text-embedding-3-small", "embedding", 50, 0, 0, 1e-06),
 )
 
 
@@ -87,8 +93,9 @@ SETTINGS = (  # scope, key, value, in the order they are changed
 
 async def a_kept_database(path: Path) -> dict[str, int]:
     """What a bot leaves in SQLite: three conversations (one a thread), answers, pins, a
-    summary, profile facts (one forgotten), usage, calibration samples, vectors, settings and
-    their changes; a deleted message. Returns ids the tests look for."""
+    summary, profile facts (one forgotten), usage, model calls (one for no conversation),
+    calibration samples, vectors, settings and their changes; a deleted message. Returns ids
+    the tests look for."""
     store = await SqliteStore.open(str(path))
     try:
         ids = {"root": await say(store, CHANNEL, "Who owns the billing service?", message_id="1.1")}
@@ -133,6 +140,8 @@ async def a_kept_database(path: Path) -> dict[str, int]:
             assert await store.save_vector(
                 message_id=ids[key], content=content, model="emb", vector=VECTOR
             )
+        for call in CALLS:
+            await store.record_call(call=call)
         await store.set_meta(key="token_encoding", value="o200k_base")
         assert await store.claim_request(request_id="req-1", keep_seconds=3600)
         for at, (scope, key, value) in enumerate(SETTINGS, 1):
@@ -155,6 +164,7 @@ async def test_everything_is_read_back_through_the_postgresql_store(
     assert "messages" in out.out and "verified:" in out.err
     rows = {line.split()[0]: line.split()[1:] for line in out.out.splitlines()[1:]}
     assert (rows["settings"], rows["setting_changes"]) == (["3", "3"], ["6", "6"])
+    assert rows["model_calls"] == ["3", "3"]
     store = await PostgresStore.open(postgres_url)
     try:
         for conversation in (CHANNEL, THREAD, DISCORD):
@@ -190,6 +200,16 @@ async def test_everything_is_read_back_through_the_postgresql_store(
             UsageTotals("gpt-4o-mini", "summary", 1, 900, 80),
         ]
         assert await store.calibration_samples() == list(SAMPLES)
+        for where in ({}, {"channel_key": THREAD.channel_key}, {"workspace": "discord:G1"}):
+            assert await store.spend(since=None, until=None, **where) == await before.spend(
+                since=None, until=None, **where
+            )
+        assert await store.spend_lines(since=None, until=None) == await before.spend_lines(
+            since=None, until=None
+        )
+        assert [(s.model, s.cached_tokens, s.cost) for s in await store.spend(
+            since=None, until=None, channel_key=THREAD.channel_key
+        )] == [("gpt-4o", 1024, 0.1 + 0.2)]  # fmt: skip
         assert await store.vector(message_id=ids["thread"], model="emb") == VECTOR
         assert [i for i, _ in await store.vectors(
             conversation_key=CHANNEL.key, before_id=10**9, model="emb", limit=10
@@ -232,6 +252,10 @@ async def test_everything_is_read_back_through_the_postgresql_store(
         newer = CalibrationSample("llama3", 10, 0, 0, 11)
         await store.add_calibration_sample(sample=newer, keep=2)  # a new id, past the copied
         assert await store.calibration_samples() == [SAMPLES[1], newer]
+        await store.record_call(call=CALLS[0])  # a new id, past the copied calls
+        assert len(await store.spend_lines(since=None, until=None)) == len(CALLS)
+        (thread,) = await store.spend(since=None, until=None, channel_key=THREAD.channel_key)
+        assert thread.requests == 2
     finally:
         await store.close()
         await before.close()

@@ -11,6 +11,7 @@ import pytest
 
 from bot.core.commands import run_command
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Role
+from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import NewSummary, StorageError
 from bot.core.prompt.assembler import Prompt
 from bot.store.sqlite.store import SCHEMA_VERSION, DatabaseError, SqliteStore
@@ -447,3 +448,56 @@ async def test_a_pushpin_after_a_message_was_in_a_prompt_reaches_the_next_prompt
     assert await app.engine.mark_important(GENERAL, "m1", True)
     after = await build_through(app, last.id)
     assert [row.important for row in after.window if row.message_id == "m1"] == [True]
+
+
+async def test_a_call_whose_totals_cannot_be_added_is_not_kept_either(tmp_path: Path) -> None:
+    """The ledger and the conversation's lifetime totals move together, or neither does."""
+    path = tmp_path / "bot.sqlite3"
+    store = await SqliteStore.open(str(path))
+    try:
+        shell = sqlite3.connect(path)
+        shell.execute(
+            "CREATE TRIGGER refused BEFORE INSERT ON usage WHEN new.model = 'refused'"
+            " BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+        shell.commit()
+        shell.close()
+        call = ModelCall(1.0, GENERAL, "a", "refused", "chat", 10, 0, 2, 0.5)
+        with pytest.raises(StorageError, match="disk full"):
+            await store.record_call(call=call)
+        assert await store.spend(since=None, until=None) == []
+        assert await store.usage(conversation_key=GENERAL.key) == []
+        assert (await store.health_problem() or "").startswith("cannot write")
+        await store.record_call(call=ModelCall(2.0, GENERAL, "a", "m", "chat", 10, 0, 2, 0.5))
+        assert [s.model for s in await store.spend(since=None, until=None)] == ["m"]
+        assert await store.health_problem() is None
+    finally:
+        await store.close()
+
+
+async def test_the_sums_of_spend_search_their_calls_by_index(tmp_path: Path) -> None:
+    """A channel's, a workspace's, a person's and everyone's calls over a time range (what
+    budgets will sum on every answer) are found through an index, not by reading them all."""
+    path = tmp_path / "bot.sqlite3"
+    store = await SqliteStore.open(str(path))
+    statements: list[str] = []
+    try:
+        for at in range(50):
+            await store.record_call(call=ModelCall(at, GENERAL, "a", "m", "chat", 10, 0, 2, 0.1))
+        await store._db.set_trace_callback(statements.append)
+        await store.spend(since=10, until=20, channel_key=GENERAL.channel_key)
+        await store.spend(since=10, until=20, workspace="console:local")
+        await store.spend(since=10, until=20, workspace="console:local", person="a")
+        await store.spend(since=10, until=None)
+        await store.spend_lines(since=10, until=20, channel_key=GENERAL.channel_key)
+        await store._db.set_trace_callback(None)
+    finally:
+        await store.close()
+    db = sqlite3.connect(path)
+    plans = [[row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {s}")] for s in statements]
+    db.close()
+    found = [plan[0].split(" (")[0] for plan in plans]
+    assert found == [
+        f"SEARCH model_calls USING INDEX model_calls_by_{index}"
+        for index in ("channel", "workspace", "person", "time", "channel")
+    ]

@@ -1,7 +1,7 @@
 """Every released database is taken forward: one of each earlier schema version, built from
 that version's own SQL (tests/support/old_schemas.py) and holding messages, pins and a
-summary, opens with today's store with all of them kept, searchable, settings taken, and no
-Python function left in the database."""
+summary, opens with today's store with all of them kept, searchable, settings and model calls
+taken, and no Python function left in the database."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, Role
+from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample
 from bot.store.sqlite.store import SCHEMA_VERSION, SqliteStore
 from tests.support import old_schemas
@@ -89,6 +90,9 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
             scope=GENERAL.key, key="model", value="m", by_id="cy", by_name="Cy", at=2.0
         )
         settings = await store.settings_of(scopes=[GENERAL.key])
+        await store.record_call(call=ModelCall(2.0, GENERAL, "cy", "m", "chat", 9, 3, 2, 0.25))
+        spent = await store.spend(since=None, until=None, channel_key=GENERAL.channel_key)
+        usage = await store.usage(conversation_key=GENERAL.key)
     finally:
         await store.close()
     assert [(m.id, m.turn_id, m.author_name, m.content) for m in rows] == [
@@ -101,6 +105,8 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
     assert counts == {"tangerine": 2, "42": 2} and stored == 3
     assert [m.id for m in locker] == [added.id]
     assert settings == {GENERAL.key: {"model": "m"}}
+    assert [(s.model, s.requests, s.cached_tokens, s.cost) for s in spent] == [("m", 1, 3, 0.25)]
+    assert [(u.model, u.requests, u.prompt_tokens) for u in usage] == [("m", 1, 9)]
     # A model's one ratio is carried over as a sample of 1,000 Latin tokens.
     assert calibration == [CalibrationSample("llama3", 1000, 0, 0, 1250)]
     shell = sqlite3.connect(path)  # no bot functions registered, as in the sqlite3 shell

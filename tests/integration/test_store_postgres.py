@@ -13,6 +13,7 @@ import pytest
 from bot.core.memory.terms import document_terms, query_terms
 from bot.core.models import Conversation, Role
 from bot.core.ports.settings import SettingChange
+from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, StorageError
 from bot.store.backup import BackupError
 from bot.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseError
@@ -380,4 +381,23 @@ async def test_a_database_of_schema_5_keeps_its_messages_and_takes_settings(
         assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "m"}}
         assert await store.integrity_check() == "ok"
     finally:
+        await store.close()
+
+
+async def test_a_call_whose_totals_cannot_be_added_is_not_kept_either(postgres_url: str) -> None:
+    """The ledger and the conversation's lifetime totals move together, or neither does."""
+    store = await PostgresStore.open(postgres_url)
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute("ALTER TABLE usage ADD CONSTRAINT refused CHECK (model <> 'refused')")
+        call = ModelCall(1.0, GENERAL, "U1", "refused", "chat", 10, 0, 2, 0.5)
+        with pytest.raises(StorageError):
+            await store.record_call(call=call)
+        assert await store.spend(since=None, until=None) == []
+        assert await store.usage(conversation_key=GENERAL.key) == []
+        assert (await store.health_problem() or "").startswith("cannot write")
+        await store.record_call(call=ModelCall(2.0, GENERAL, "U1", "m", "chat", 10, 0, 2, 0.5))
+        assert [s.model for s in await store.spend(since=None, until=None)] == ["m"]
+    finally:
+        await admin.close()
         await store.close()
