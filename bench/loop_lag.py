@@ -39,7 +39,7 @@ from bot.config import Config, parse_config
 from bot.core.memory.recall import RECALL_HEADING
 from bot.core.memory.tokens import install_encodings
 from bot.core.models import Conversation, IncomingMessage
-from bot.core.ports.llm import ChatModels, Completion, StreamEnd
+from bot.core.ports.llm import ChatModels, Completion, Embeddings, StreamEnd
 from bot.wiring import open_app
 
 BAR_MS = 20.0
@@ -94,7 +94,7 @@ class StandInEmbedder:
 
     asymmetric = False
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> Embeddings:
         vectors = []
         for text in texts:
             asked = _TARGET.search(text)
@@ -104,7 +104,7 @@ class StandInEmbedder:
                 vectors.append(self._vector(int(asked.group(1))))
             else:
                 vectors.append(self._vector(len(self.notes) + len(text)))
-        return vectors
+        return Embeddings(vectors, self.model, None)
 
 
 @dataclass

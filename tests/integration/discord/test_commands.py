@@ -36,6 +36,7 @@ async def test_commands_are_synced_from_the_table_with_the_context_menu(
         "search",
         "stats",
         "settings",
+        "usage",
         "reset",
         "help",
         "remember",
@@ -62,7 +63,7 @@ async def test_commands_sync_to_the_development_server(
         pass
     scope, commands = discord_fake.command_syncs[-1]
     assert scope == str(GUILD)
-    assert len(commands) == 13
+    assert len(commands) == 14
 
 
 async def test_pin_pins_and_stats_are_deferred_then_followed_up(
