@@ -295,18 +295,15 @@ def _recall_tokens(values: Mapping[str, str], config: Config) -> int:
     """Recall's tokens: the config's, scaled to the channel's budget and share."""
     memory = config.memory
     budget = int(values.get("budget", memory.max_context_tokens))
+    ratio = memory.recall_tokens / memory.max_context_tokens
     if values.get("recall") == "off":
         return 0
     if "recall-share" in values:
         share = float(values["recall-share"])
-    else:
-        share = memory.recall_tokens / memory.max_context_tokens
-        if values.get("recall") == "on" and share == 0:
-            share = DEFAULT_RECALL_SHARE
-    if (
-        "budget" not in values
-        and "recall-share" not in values
-        and share == (memory.recall_tokens / memory.max_context_tokens)
-    ):
+    elif values.get("recall") == "on" and ratio == 0:
+        share = DEFAULT_RECALL_SHARE
+    elif "budget" not in values:
         return memory.recall_tokens
+    else:
+        share = ratio
     return min(round(budget * share), budget // 2)
