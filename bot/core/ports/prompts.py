@@ -1,0 +1,70 @@
+"""The prompt log: the last prompts each channel's answers were made from, as sent, with their
+layers and what recall found and why; and each conversation's summary versions. What the
+operators' page shows (``/stats`` and ``/usage`` link to it).
+
+Only the latest few prompts of a channel are kept (``keep``); ``/reset`` deletes a
+conversation's, exports leave them out (they repeat what the messages, pins and summaries
+already hold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.core.models import Summary
+
+
+@dataclass(frozen=True)
+class RecallNote:
+    """One earlier message recall put in a prompt, and why it was chosen."""
+
+    stored_id: int
+    conversation_key: str
+    """Where it was said: the prompt's own conversation, or another of its memory group."""
+    author_name: str
+    content: str
+    created_at: float
+    why: str
+    """In words: ``words: budget, march``, ``meaning: 2nd nearest``, both, or a 📌 mark."""
+
+
+@dataclass(frozen=True)
+class PromptRecord:
+    """One prompt an answer was made from."""
+
+    at: float
+    """When the model was asked, in seconds since the epoch."""
+    conversation_key: str
+    channel_key: str
+    question_id: int
+    """The stored message it answered."""
+    question: str
+    model: str
+    tokens: int
+    """The whole prompt, as the model's server counted it (or as the bot did)."""
+    budget: int
+    layers: Mapping[str, int]
+    """Tokens per layer (:data:`bot.core.prompt.layout.LAYERS`, in prompt order)."""
+    messages: Sequence[Mapping[str, str]]
+    """The exact prompt: role and content of each message, in order."""
+    recall: Sequence[RecallNote] = ()
+    id: int = 0
+    """Given by the store (0 before it is logged)."""
+
+
+class PromptLog(Protocol):
+    async def log_prompt(self, *, record: PromptRecord, keep: int) -> None:
+        """Keep ``record``, and of its channel (with its threads) only the ``keep`` latest
+        prompts, older ones deleted in the same transaction."""
+        ...
+
+    async def logged_prompts(self, *, channel_key: str, limit: int) -> Sequence[PromptRecord]:
+        """The channel's (and its threads') latest prompts, newest first, at most ``limit``."""
+        ...
+
+    async def summary_history(self, *, conversation_key: str, limit: int) -> Sequence[Summary]:
+        """The conversation's summaries since its last reset, newest first, at most
+        ``limit``: each version, with what it covered."""
+        ...
