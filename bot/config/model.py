@@ -222,13 +222,35 @@ class LoggingConfig(Section):
         return value.upper() if isinstance(value, str) else value
 
 
+class PageConfig(Section):
+    """The page that shows, per channel, what the bot put in its prompts and what it cost;
+    reached only through a signed link ``/stats`` and ``/usage`` give a channel's admins, or
+    with the operator token (``BOT_PAGE_TOKEN``)."""
+
+    enabled: bool = False
+    public_url: str | None = None
+    """Where people reach the http server, e.g. ``https://bot.example.com`` (links start
+    with it); None: ``http://HOST:PORT`` of :class:`HttpConfig`."""
+    link_minutes: float = Field(default=15, gt=0, le=1440)
+    """How long a link stays good."""
+    keep_prompts: int = Field(default=20, ge=1, le=1000)
+    """Prompts kept per channel for the page (logged only while it is enabled)."""
+
+
 class HttpConfig(Section):
-    """The optional health and metrics endpoint (``/healthz``, ``/metrics``)."""
+    """The optional health and metrics endpoint (``/healthz``, ``/metrics``), and the page."""
 
     host: str = "127.0.0.1"
     """Only this machine by default: the numbers are for operators, not the internet."""
     port: int | None = Field(default=None, ge=0, le=65535)
     """None: no endpoint; 0: any free port (tests)."""
+    page: PageConfig = PageConfig()
+
+    @model_validator(mode="after")
+    def _page_needs_a_port(self) -> HttpConfig:
+        if self.page.enabled and self.port is None:
+            raise ValueError("page.enabled needs http.port (the page is served there)")
+        return self
 
 
 class CatchUpConfig(Section):
