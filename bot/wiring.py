@@ -134,7 +134,7 @@ def build_engine(
     """The engine, with each conversation's settings taken from the config; ``embedder`` is
     used only while the config turns recall by meaning on."""
     memory = config.memory
-    meter = Meter(ledger=store, prices=prices(config))
+    meter = Meter(ledger=store, prices=prices(config), observer=observer)
     return Engine(
         config=config,
         settings=SettingsSource(config, store),

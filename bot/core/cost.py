@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bot.config import ModelPrice
 from bot.core.models import Conversation
+from bot.core.observe import NoObserver, Observer
 from bot.core.ports.spend import Ledger, ModelCall
 
 CURRENCY = "$"
@@ -113,11 +114,14 @@ class Meter:
         ledger: Ledger,
         prices: Prices | None = None,
         clock: Callable[[], float] = time.time,
+        observer: Observer | None = None,
     ) -> None:
+        """``observer``: told each call's tokens and money, by workspace and model."""
         self.ledger = ledger
         self.prices = prices or Prices()
         self.clock = clock
         """When a call is made, in seconds since the epoch (the engine's clock)."""
+        self.observer: Observer = observer or NoObserver()
 
     async def record(
         self,
@@ -151,4 +155,12 @@ class Meter:
             estimated=prompt_tokens is None,
         )
         await self.ledger.record_call(call=call)
+        self.observer.model_spend(
+            workspace=f"{conversation.platform}:{conversation.workspace}" if conversation else "",
+            model=model,
+            prompt_tokens=prompt,
+            cached_tokens=cached,
+            completion_tokens=completion,
+            cost=call.cost,
+        )
         return call

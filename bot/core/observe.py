@@ -27,6 +27,20 @@ class Observer(Protocol):
 
     def error(self, *, kind: str) -> None: ...
 
+    def model_spend(
+        self,
+        *,
+        workspace: str,
+        model: str,
+        prompt_tokens: int,
+        cached_tokens: int,
+        completion_tokens: int,
+        cost: float,
+    ) -> None:
+        """A model call recorded in the ledger, for ``workspace`` (``platform:workspace``;
+        "" for none), priced at ``cost``."""
+        ...
+
     def summary_made(self) -> None: ...
 
     def context_fill(self, *, ratio: float) -> None: ...
@@ -53,6 +67,18 @@ class NoObserver:
         pass
 
     def error(self, *, kind: str) -> None:
+        pass
+
+    def model_spend(
+        self,
+        *,
+        workspace: str,
+        model: str,
+        prompt_tokens: int,
+        cached_tokens: int,
+        completion_tokens: int,
+        cost: float,
+    ) -> None:
         pass
 
     def summary_made(self) -> None:

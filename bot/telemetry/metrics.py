@@ -37,6 +37,20 @@ class PrometheusObserver:
             ["model"],
             registry=r,
         )
+        # By workspace and model only (never per channel or person): their number stays that
+        # of the workspaces and the allowed models.
+        self._spend = Counter(
+            "bot_spend_dollars",
+            "Money model calls cost by the price table (llm.prices), by workspace and model",
+            ["workspace", "model"],
+            registry=r,
+        )
+        self._spend_tokens = Counter(
+            "bot_spend_tokens",
+            "Tokens of model calls recorded in the ledger (kind: prompt, cached, completion)",
+            ["workspace", "model", "kind"],
+            registry=r,
+        )
         self._errors = Counter("bot_errors", "Errors by kind", ["kind"], registry=r)
         self._write_failures = Counter(
             "bot_storage_write_failures",
@@ -77,6 +91,25 @@ class PrometheusObserver:
 
     def error(self, *, kind: str) -> None:
         self._errors.labels(kind=kind).inc()
+
+    def model_spend(
+        self,
+        *,
+        workspace: str,
+        model: str,
+        prompt_tokens: int,
+        cached_tokens: int,
+        completion_tokens: int,
+        cost: float,
+    ) -> None:
+        self._spend.labels(workspace=workspace, model=model).inc(cost)
+        tokens = self._spend_tokens
+        for kind, count in (
+            ("prompt", prompt_tokens),
+            ("cached", cached_tokens),
+            ("completion", completion_tokens),
+        ):
+            tokens.labels(workspace=workspace, model=model, kind=kind).inc(count)
 
     def storage_write_failed(self) -> None:
         self._write_failures.inc()

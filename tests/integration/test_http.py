@@ -96,6 +96,39 @@ async def test_metrics_count_messages_replies_requests_tokens_errors_and_fill(
     assert sample(text, "bot_summaries_total") == 1
 
 
+async def test_metrics_give_spend_by_workspace_and_model_never_by_channel(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    price = {"input": 2.0, "cached_input": 1.0, "output": 10.0}  # per million tokens
+    config = make_config(
+        http={"host": "127.0.0.1", "port": 0}, llm={"prices": {"gpt-4o-mini": price}}
+    )
+    llm.script(
+        Reply("a", prompt_tokens=1_000, completion_tokens=100, cached_tokens=400),
+        Reply("b", prompt_tokens=3_000, completion_tokens=200),
+        Reply("c", prompt_tokens=500, completion_tokens=50),
+    )
+    here = Conversation("slack", "T1", "C1")
+    there = Conversation("slack", "T1", "C2")
+    other = Conversation("slack", "T2", "C1")
+    async with open_app(config) as app:
+        for conversation in (here, there, other):
+            message = IncomingMessage(conversation, "u", "Ana", "hello", addressed=True)
+            await app.engine.handle_message(message)
+        async with serve_http(app, []) as port:
+            assert port
+            _, _, text = await get(port, "/metrics")
+    t1 = 'model="gpt-4o-mini",workspace="slack:T1"'
+    # (600 × 2 + 400 × 1 + 100 × 10) + (3,000 × 2 + 200 × 10), per million
+    assert sample(text, f"bot_spend_dollars_total{{{t1}}}") == pytest.approx(0.0106)
+    assert sample(text, f'bot_spend_tokens_total{{kind="prompt",{t1}}}') == 4_000
+    assert sample(text, f'bot_spend_tokens_total{{kind="cached",{t1}}}') == 400
+    assert sample(text, f'bot_spend_tokens_total{{kind="completion",{t1}}}') == 300
+    t2 = 'model="gpt-4o-mini",workspace="slack:T2"'
+    assert sample(text, f"bot_spend_dollars_total{{{t2}}}") == pytest.approx(0.0015)
+    assert "C1" not in text and "C2" not in text
+
+
 async def test_each_app_counts_in_its_own_registry(http_app: App) -> None:
     await http_app.engine.record(IncomingMessage(TEAM, "u", "Ana", "x", addressed=False))
     assert b'bot_messages_in_total{platform="console"} 1.0' in http_app.metrics.render()  # type: ignore[union-attr]
