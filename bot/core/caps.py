@@ -132,7 +132,9 @@ def _duration(seconds: float) -> str:
     days, hours, minutes = minutes // 1440, minutes // 60 % 24, minutes % 60
     if days:
         return f"{days} days {hours} h" if hours else f"{days} days"
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{minutes} min"
 
 
 def period_bounds(now: float, period: str) -> tuple[float, float]:
