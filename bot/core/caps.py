@@ -120,7 +120,7 @@ class Use:
                 f"{_SUBJECT[scope]} {verb} now used all of {self.whose} ({self.shown}): "
                 f"{_STOPPED[scope].lower()} until it resets {self.resets}."
             )
-        used = max(int(self.ratio * 100), round(share * 100))
+        used = max(int(self.ratio * 100 + 1e-9), round(share * 100))  # 0.84 is 84%, not 83
         return (
             f"{_SUBJECT[scope]} {verb} used {used}% of {self.whose} ({self.shown}); "
             f"it resets {self.resets}."
