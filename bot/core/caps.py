@@ -10,7 +10,9 @@ never before. Embeddings count against the caps but are never stopped: they are 
 index with holes would make recall by meaning worse after the reset.
 
 The notice at ``budgets.notice_at`` needs no state: it rides on the answer whose call took a cap
-from below the share to at or above it, which only one call can do.
+from below the share to at or above it, which one call does per period (two answers recorded
+at the same moment in different channels under one person's or workspace's cap may both tell).
+When a summary takes a cap across, no answer is told: the next one starts above the share.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ class Use:
 
     @property
     def whose(self) -> str:
-        """``This channel's budget for today``."""
+        """``its budget for today``, ``your budget for this month``."""
         limit = self.limit
         return f"{_OWNER[limit.scope]} budget for {_WHEN[limit.period]}"
 
