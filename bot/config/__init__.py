@@ -4,6 +4,7 @@
 them, ``messages`` words what is wrong, one line per problem naming the dotted key.
 """
 
+from bot.config.budgets import CAP_FORMS, BudgetsConfig, Cap, parse_cap
 from bot.config.load import (
     DEFAULT_CONFIG_PATH,
     config_files,
@@ -38,7 +39,10 @@ from bot.config.platforms import (
 from bot.config.section import ConfigError
 
 __all__ = [
+    "CAP_FORMS",
     "DEFAULT_CONFIG_PATH",
+    "BudgetsConfig",
+    "Cap",
     "CatchUpConfig",
     "Config",
     "ConfigError",
@@ -61,6 +65,7 @@ __all__ = [
     "config_path",
     "describe_errors",
     "load_config",
+    "parse_cap",
     "parse_config",
     "read_config_file",
     "require_platform_tokens",

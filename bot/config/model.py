@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
+from bot.config.budgets import BudgetsConfig
 from bot.config.platforms import DiscordConfig, PlatformSection, SlackConfig
 from bot.config.section import Section
 
@@ -270,6 +271,7 @@ class Config(Section):
     logging: LoggingConfig = LoggingConfig()
     http: HttpConfig = HttpConfig()
     catch_up: CatchUpConfig = CatchUpConfig()
+    budgets: BudgetsConfig = BudgetsConfig()
     # One section per chat platform; bot.adapters pairs each with its adapter.
     slack: SlackConfig = SlackConfig()
     discord: DiscordConfig = DiscordConfig()

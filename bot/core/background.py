@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from bot.core.caps import CapReached, Caps
 from bot.core.leases import Leases
 from bot.core.locks import Locks
 from bot.core.memory.recall import Recaller
@@ -55,15 +56,17 @@ class Background:
         observer: Observer,
         budget: Callable[[Settings], int],
         leases: Leases,
+        caps: Caps | None = None,
     ) -> None:
         """``budget`` gives the calibrated budget under some settings; ``leases``, this
         process's: a conversation is summarized by one process at a time, and the stored
-        messages are embedded by one."""
+        messages are embedded by one; ``caps``: no summary is made past a cap covering it."""
         self._summarizer = summarizer
         self._recaller = recaller
         self._observer = observer
         self._budget = budget
         self._leases = leases
+        self._caps = caps
         self._summary_locks = Locks()
         self._summary_tasks: dict[str, asyncio.Task[None]] = {}
         self._summary_retry_at: dict[str, float] = {}
@@ -103,6 +106,8 @@ class Background:
             )
         except SummaryBusy:
             log.debug("summary of %s left to the process making one", conversation.key)
+        except CapReached as exc:
+            log.info("summary of %s skipped: %s", conversation.key, exc)
         except StorageError:
             self._observer.error(kind="summary")  # the store logged the cause
         except Exception:
@@ -113,8 +118,10 @@ class Background:
         """Compact now (one compaction per conversation at a time, among all the processes
         on the store: :class:`SummaryBusy` when another one is making it). The messages
         still awaiting an answer, and those after them, are never folded: the prompt built
-        for them would miss them."""
+        for them would miss them. :class:`CapReached` when a cap covering it is reached."""
         key = conversation.key
+        if self._caps is not None:
+            await self._caps.allow_summary(conversation, settings)
         async with self._summary_locks(key), self._leases.held(f"summary:{key}") as ours:
             if not ours:
                 raise SummaryBusy(key)

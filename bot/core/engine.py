@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from bot.config import Config
 from bot.core.answering import Asker, Progress, Show
 from bot.core.background import Background, needs_summary
+from bot.core.caps import Caps
 from bot.core.cost import Meter
 from bot.core.leases import Leases
 from bot.core.locks import Locks
@@ -102,6 +103,7 @@ class Engine:
         the calls)."""
         self.observer: Observer = observer or NoObserver()
         self.meter = meter or Meter(ledger=store)
+        self.caps = Caps(meter=self.meter, config=config.budgets)
         self.clock = clock
         self.leases = leases or Leases(store)
         """This process's leases: the messages it awaits the answer of are held under its
@@ -124,6 +126,7 @@ class Engine:
             observer=self.observer,
             budget=self.budget,
             leases=self.leases,
+            caps=self.caps,
         )
 
     @property
@@ -283,6 +286,8 @@ class Engine:
             return {stored.author_name, *prompt_speakers(prompt.messages)}
 
         async with self._reply_locks(conversation.key):
+            if (check := await self.caps.check(conversation, stored.author_id, settings)).refusal:
+                return check.refusal
             try:
                 streamed = show if settings.stream else None
                 answered = await self.asker.ask(
@@ -321,9 +326,10 @@ class Engine:
             await gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
+        shown = await check.noted(text)  # before a summary's call can be summed with it
         if needs_summary(prompt, settings):
             self.background.schedule_summary(conversation, settings)
-        return Reply(text, stored_id=answer.id)
+        return Reply(shown, stored_id=answer.id)
 
     async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
         """A platform edit: the stored text and its count follow it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.core.background import SummaryBusy
+from bot.core.caps import CapReached
 from bot.core.commands.common import error, info
 from bot.core.engine import Engine
 from bot.core.memory.digest import USAGE as DIGEST_USAGE
@@ -32,6 +33,8 @@ async def summarize(engine: Engine, call: CommandCall) -> Reply:
             "Another bot process is summarizing this conversation right now; "
             "try /summarize again in a minute."
         )
+    except CapReached as exc:
+        return info(f"No summary now. {exc}")
     if summary is None:
         current = await engine.store.latest_summary(conversation_key=call.conversation.key)
         if current is None:
@@ -57,6 +60,9 @@ async def _digest(engine: Engine, call: CommandCall) -> Reply:
     if not messages:
         return info(f"Nothing was said here {span.describe()}.", ephemeral=True)
     settings = await engine.settings_for(call.conversation)
+    check = await engine.caps.check(call.conversation, call.user_id, settings)
+    if check.refusal is not None:
+        return check.refusal
     try:
         text, read = await engine.summarizer.digest(
             call.conversation, messages, settings=settings, person=call.user_id

@@ -10,7 +10,7 @@ from bot.core.models import CommandCall, Reply, utc_minute
 from bot.core.ports.settings import SettingChange
 from bot.core.prompt.layout import render_pins
 from bot.core.settings import BadValue, Key, Resolved, Settings
-from bot.core.settings.keys import BY_NAME, KEYS
+from bot.core.settings.keys import BY_NAME, KEYS, SPEND_KEYS
 from bot.core.settings.source import CONFIG
 
 HISTORY_SHOWN = 20
@@ -111,6 +111,8 @@ async def _change(engine: Engine, call: CommandCall, key: Key, typed: str) -> Re
         value = key.parse(typed, engine.settings.config)
     except BadValue as exc:
         return error(str(exc))
+    if key.name in SPEND_KEYS and call.conversation.thread is not None:
+        return error(f"{key.name}: set it in the channel; its caps cover its threads.")
     if key.name == "memory-group" and not call.conversation.shares_workspace:
         return error("memory-group: this DM is in no server; a group is channels of one server.")
     resolved = await engine.settings.resolve(call.conversation)

@@ -1,5 +1,6 @@
 """``/usage``: what the models cost for this channel (and its threads) and for the caller
-(their calls in this workspace), today, this month (UTC) and in total, by model."""
+(their calls in this workspace), today, this month (UTC) and in total, by model; and each cap
+on spend in force here, used against its limit."""
 
 from __future__ import annotations
 
@@ -61,4 +62,8 @@ async def usage(engine: Engine, call: CommandCall) -> Reply:
             rows = await engine.store.spend(since=since, until=None, **scope)
             lines.append(f"  {period}:")
             lines.extend(spend_lines(rows, prices, indent="    "))
+    settings = await engine.settings_for(conversation)
+    if uses := await engine.caps.uses(conversation, call.user_id, settings):
+        lines.append("Budgets in force:")
+        lines.extend(f"  {use.line}" for use in uses)
     return info("\n".join(lines), ephemeral=True)

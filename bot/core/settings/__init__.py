@@ -8,6 +8,7 @@ from bot.core.settings.values import (
     RecallSettings,
     Recording,
     Settings,
+    SpendCaps,
     SummarySettings,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "Resolved",
     "Settings",
     "SettingsSource",
+    "SpendCaps",
     "SummarySettings",
 ]

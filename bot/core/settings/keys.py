@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from bot.config import Config, Strategy
+from bot.config import CAP_FORMS, Cap, Config, Strategy, parse_cap
 from bot.core.ports.llm import clean_text
 from bot.core.settings.values import Answering, Recording, Settings
 
@@ -143,6 +143,51 @@ def _group(value: str, config: Config) -> str:
     return name
 
 
+SPEND_KEYS: Mapping[str, str] = {
+    "spend-day": "channel_day",
+    "spend-month": "channel_month",
+    "person-spend-day": "person_day",
+    "person-spend-month": "person_month",
+}
+"""The keys of the caps on spend, and the field of :class:`~.values.SpendCaps` each sets."""
+
+
+def _cap(name: str) -> Parse:
+    def parse(value: str, config: Config) -> str:
+        try:
+            return str(parse_cap(value) or "off")
+        except ValueError:
+            raise BadValue(f"{name}: {value.strip()!r} is not {CAP_FORMS}") from None
+
+    return parse
+
+
+def _shown_cap(field: str) -> Show:
+    def show(settings: Settings) -> str:
+        cap: Cap | None = getattr(settings.spend, field)
+        return str(cap or "off")
+
+    return show
+
+
+def _spend_key(name: str) -> Key:
+    field = SPEND_KEYS[name]
+    scope, period = field.split("_")
+    whom = (
+        "for this channel and its threads"
+        if scope == "channel"
+        else "for each person asking here (their spend in the whole workspace)"
+    )
+    return Key(
+        name,
+        f"the most the models may spend a UTC {period} {whom}",
+        CAP_FORMS,
+        f"budgets.{scope}.{period}",
+        _cap(name),
+        _shown_cap(field),
+    )
+
+
 def _on(settings: bool) -> str:
     return "on" if settings else "off"
 
@@ -257,6 +302,7 @@ KEYS: tuple[Key, ...] = (
         _switch("share-private"),
         lambda s: _on(s.share_private),
     ),
+    *(_spend_key(name) for name in SPEND_KEYS),
 )
 BY_NAME: Mapping[str, Key] = {key.name: key for key in KEYS}
 
@@ -287,6 +333,9 @@ def apply(settings: Settings, values: Mapping[str, str], config: Config) -> Sett
         changes["record"] = Recording(values["record"])
     if "memory-group" in values:
         changes["memory_group"] = values["memory-group"]
+    caps = {field: parse_cap(values[key]) for key, field in SPEND_KEYS.items() if key in values}
+    if caps:
+        changes["spend"] = replace(settings.spend, **caps)
     result = replace(settings, **changes)  # type: ignore[arg-type]
     return replace(result, recall=replace(result.recall, tokens=_recall_tokens(values, config)))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.config import Config, Strategy
+from bot.config import Cap, Config, Strategy
 
 
 class Answering(StrEnum):
@@ -70,6 +70,18 @@ class SummarySettings:
 
 
 @dataclass(frozen=True)
+class SpendCaps:
+    """The caps on what the models spend for a channel (its threads included) and for each
+    person asking there (their spend in the whole workspace), per UTC day and month
+    (:mod:`bot.core.caps`); None: no cap."""
+
+    channel_day: Cap | None = None
+    channel_month: Cap | None = None
+    person_day: Cap | None = None
+    person_month: Cap | None = None
+
+
+@dataclass(frozen=True)
 class Settings:
     """What one conversation's turns and commands are built with."""
 
@@ -99,6 +111,7 @@ class Settings:
     """A private channel or DM lets its memory group find its messages."""
     summaries: bool = True
     """Off: no summary is made (the summary and hybrid strategies drop the oldest turns)."""
+    spend: SpendCaps = SpendCaps()
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
@@ -121,6 +134,12 @@ class Settings:
                 embeddings=bool(memory.recall_embeddings),
                 vector_limit=memory.recall_vector_limit,
                 min_similarity=memory.recall_min_similarity,
+            ),
+            spend=SpendCaps(
+                channel_day=config.budgets.channel.cap("day"),
+                channel_month=config.budgets.channel.cap("month"),
+                person_day=config.budgets.person.cap("day"),
+                person_month=config.budgets.person.cap("month"),
             ),
             summary=SummarySettings(
                 threshold=memory.summary_threshold,
