@@ -8,9 +8,11 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
+from bot.core.caps import period_bounds
+from bot.core.models import Conversation
 from bot.core.ports.platform import Platform, PlatformError
 from bot.telemetry.metrics import CONTENT_TYPE_LATEST, PrometheusObserver
-from bot.wiring import App
+from bot.wiring import READ_FAILURES, App
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +30,31 @@ def make_web_app(
         return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 503)
 
     async def metrics_page(_: web.Request) -> web.Response:
+        try:
+            metrics.budget_use(await workspace_budget_use(app))
+        except READ_FAILURES as exc:  # the counters are still worth serving
+            log.warning("reading budget use for /metrics failed: %s", exc)
         return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     web_app = web.Application()
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/metrics", metrics_page)
     return web_app
+
+
+async def workspace_budget_use(app: App) -> dict[str, dict[str, float]]:
+    """The share used of each workspace cap, for every workspace that spent this month (none
+    read when no workspace cap is configured)."""
+    caps = app.engine.caps
+    workspace_caps = app.config.budgets.workspace
+    if workspace_caps.day is None and workspace_caps.month is None:
+        return {}
+    month_start, _ = period_bounds(app.engine.clock(), "month")
+    lines = await app.store.spend_lines(since=month_start, until=None)
+    keys = {line.conversation_key for line in lines if line.conversation_key}
+    workspaces = {Conversation.from_key(key) for key in keys}
+    spent = sorted({f"{c.platform}:{c.workspace}" for c in workspaces if c.shares_workspace})
+    return {workspace: await caps.workspace_use(workspace) for workspace in spent}
 
 
 @asynccontextmanager

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -49,6 +51,13 @@ class PrometheusObserver:
             "bot_spend_tokens",
             "Tokens of model calls recorded in the ledger (kind: prompt, cached, completion)",
             ["workspace", "model", "kind"],
+            registry=r,
+        )
+        self._budget_use = Gauge(
+            "bot_budget_used_ratio",
+            "Share used of each workspace cap in force (budgets.workspace), by period (day, "
+            "month); 1 is the cap reached. From the shared ledger: every replica gives the same",
+            ["workspace", "period"],
             registry=r,
         )
         self._errors = Counter("bot_errors", "Errors by kind", ["kind"], registry=r)
@@ -120,6 +129,14 @@ class PrometheusObserver:
     def context_fill(self, *, ratio: float) -> None:
         self._fill.observe(ratio)
         self._last_fill.set(ratio)
+
+    def budget_use(self, shares: Mapping[str, Mapping[str, float]]) -> None:
+        """Set the workspace caps' use: share by period, by workspace (those left out are
+        dropped: their month ended, or their cap was taken out)."""
+        self._budget_use.clear()
+        for workspace, periods in shares.items():
+            for period, share in periods.items():
+                self._budget_use.labels(workspace=workspace, period=period).set(share)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

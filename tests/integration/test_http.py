@@ -129,6 +129,47 @@ async def test_metrics_give_spend_by_workspace_and_model_never_by_channel(
     assert "C1" not in text and "C2" not in text
 
 
+async def test_metrics_give_the_share_used_of_each_workspace_cap(
+    make_config: ConfigFactory, llm: FakeLLM
+) -> None:
+    price = {"input": 2.0, "output": 10.0}
+    budgets = {"workspace": {"day": "$0.01", "month": "$0.10"}}
+    config = make_config(
+        http={"host": "127.0.0.1", "port": 0},
+        llm={"prices": {"gpt-4o-mini": price}},
+        budgets=budgets,
+    )
+    llm.script(
+        Reply("a", prompt_tokens=1_500, completion_tokens=100),  # $0.004
+        Reply("b", prompt_tokens=500, completion_tokens=100),  # $0.002
+    )
+    async with open_app(config) as app:
+        for conversation in (Conversation("slack", "T1", "C1"), Conversation("slack", "T2", "C1")):
+            message = IncomingMessage(conversation, "u", "Ana", "hello", addressed=True)
+            await app.engine.handle_message(message)
+        async with serve_http(app, []) as port:
+            assert port
+            _, _, text = await get(port, "/metrics")
+    assert sample(text, 'bot_budget_used_ratio{period="day",workspace="slack:T1"}') == (
+        pytest.approx(0.4)
+    )
+    assert sample(text, 'bot_budget_used_ratio{period="month",workspace="slack:T1"}') == (
+        pytest.approx(0.04)
+    )
+    assert sample(text, 'bot_budget_used_ratio{period="day",workspace="slack:T2"}') == (
+        pytest.approx(0.2)
+    )
+
+
+async def test_no_budget_gauge_without_a_workspace_cap(http_app: App, llm: FakeLLM) -> None:
+    llm.script(Reply("a", prompt_tokens=100, completion_tokens=10))
+    await http_app.engine.handle_message(IncomingMessage(TEAM, "u", "Ana", "hi", addressed=True))
+    async with serve_http(http_app, []) as port:
+        assert port
+        _, _, text = await get(port, "/metrics")
+    assert "bot_budget_used_ratio{" not in text
+
+
 async def test_each_app_counts_in_its_own_registry(http_app: App) -> None:
     await http_app.engine.record(IncomingMessage(TEAM, "u", "Ana", "x", addressed=False))
     assert b'bot_messages_in_total{platform="console"} 1.0' in http_app.metrics.render()  # type: ignore[union-attr]
