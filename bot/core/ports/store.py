@@ -3,13 +3,12 @@
 ``MessageStore`` holds the conversations' messages (turns, search, vectors), ``MemoryStore``
 what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token usage and
 tokenizer calibrations, ``AdminStore`` what operators do to a whole database (backup,
-export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
-database coordinate by: leases on work only one of them may do at a time, and the messages
-awaiting an answer, ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per channel,
-and ``Ledger`` (:mod:`.spend`) every call to a model and its cost. ``Store`` is all seven.
-Every method takes keyword-only, plain arguments.
-Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
-an in-memory store (``bot.store.memory``).
+export, import, health), ``LeaseStore`` (:mod:`.leases`) what processes sharing a database
+coordinate by (leases, messages awaiting an answer), ``SettingsStore`` (:mod:`.settings`)
+what ``/settings`` set per channel, ``Ledger`` (:mod:`.spend`) every call to a model and its
+cost, and ``PromptLog`` (:mod:`.prompts`) each channel's last prompts. ``Store`` is all
+eight; every method takes keyword-only, plain arguments. Three implementations: SQLite
+(``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and in memory (``bot.store.memory``).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from bot.core.models import (
     Summary,
 )
 from bot.core.ports.leases import LeaseStore
+from bot.core.ports.prompts import PromptLog
 from bot.core.ports.settings import SettingsStore
 from bot.core.ports.spend import Ledger
 
@@ -332,9 +332,9 @@ class MessageStore(Protocol):
         ...
 
     async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
-        """Delete the conversation's messages (with their search entries and vectors) and
-        summaries (and its channel's pins), and move its generation on; returns how many
-        messages went."""
+        """Delete the conversation's messages (with their search entries and vectors),
+        summaries and logged prompts (and its channel's pins), and move its generation on;
+        returns how many messages went."""
         ...
 
     async def claim_request(self, *, request_id: str, keep_seconds: float) -> bool:
@@ -494,6 +494,7 @@ class AdminStore(Protocol):
 
 
 class Store(
-    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Ledger, Protocol
-):
+    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Ledger,
+    PromptLog, Protocol,
+):  # fmt: skip
     """All of the store."""
