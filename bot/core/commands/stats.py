@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.core.commands.common import info, name_of, person_of
+from bot.core.commands.page_link import page_lines
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Conversation, Reply
 from bot.core.ports.store import UsageTotals
@@ -31,7 +32,8 @@ def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
 
 async def stats(engine: Engine, call: CommandCall) -> Reply:
     speaker = Speaker(person_of(call), name_of(call))
-    return info(await format_stats(engine, call.conversation, speaker=speaker), ephemeral=True)
+    text = await format_stats(engine, call.conversation, speaker=speaker)
+    return info("\n".join([text, *await page_lines(engine, call)]), ephemeral=True)
 
 
 async def format_stats(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bot.core.commands.common import info
+from bot.core.commands.page_link import page_lines
 from bot.core.cost import NO_PRICE, Prices, money
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Reply
@@ -61,4 +62,5 @@ async def usage(engine: Engine, call: CommandCall) -> Reply:
             rows = await engine.store.spend(since=since, until=None, **scope)
             lines.append(f"  {period}:")
             lines.extend(spend_lines(rows, prices, indent="    "))
+    lines.extend(await page_lines(engine, call))
     return info("\n".join(lines), ephemeral=True)

@@ -486,6 +486,11 @@ class AdminStore(Protocol):
 
     async def set_meta(self, *, key: str, value: str) -> None: ...
 
+    async def meta_once(self, *, key: str, value: str) -> str:
+        """Keep ``value`` under ``key`` unless a value is there already; the one kept. Every
+        process sharing the database gets the first writer's, however they race."""
+        ...
+
     async def retokenize(self, *, count: Callable[[str], int]) -> int:
         """Recount every stored token count with ``count``; returns messages recounted."""
         ...
