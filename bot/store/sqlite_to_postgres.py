@@ -102,6 +102,12 @@ TABLES: tuple[Table, ...] = (
         "id at conversation channel_key workspace person model purpose prompt_tokens"
         " cached_tokens completion_tokens cost estimated",
     ),
+    _table(
+        "prompt_log",
+        "id",
+        "id at conversation channel_key question_id question model tokens budget layers"
+        " messages recall",
+    ),
 )
 """The data, in the order it is copied (a vector after its message)."""
 
@@ -124,6 +130,7 @@ IDENTITIES = (
     "setting_changes",
     "calibration_samples",
     "model_calls",
+    "prompt_log",
 )
 
 

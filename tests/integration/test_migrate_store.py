@@ -22,6 +22,7 @@ from bot.commands_cli.migrate import migrate_store
 from bot.config import Config, parse_config
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, FactSource, Person, Role
+from bot.core.ports.prompts import PromptRecord, RecallNote
 from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample, NewSummary, Store, UsageTotals
 from bot.store.postgres.store import PostgresStore
@@ -43,6 +44,20 @@ CALLS = (
     ModelCall(1700000000.5, THREAD, "U1", "gpt-4o", "chat", 1200, 1024, 80, 0.1 + 0.2),
     ModelCall(1700086400.0, DISCORD, "U7", "llama3", "chat", 300, 0, 40, 0.0, estimated=True),
     ModelCall(1700086401.0, None, "", "text-embedding-3-small", "embedding", 50, 0, 0, 1e-06),
+)
+
+PROMPT = PromptRecord(
+    at=1700000001.0,
+    conversation_key=THREAD.key,
+    channel_key=THREAD.channel_key,
+    question_id=4,
+    question="when does the rota start? 访客",
+    model="gpt-4o",
+    tokens=90,
+    budget=4000,
+    layers={"system": 30, "pins": 5, "profile": 0, "summary": 0, "recall": 20, "recent": 33},
+    messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": "[Ana] 访客"}),
+    recall=(RecallNote(3, THREAD.key, "Ana", "the rota starts on friday", 1.0, "words: rota"),),
 )
 
 
@@ -94,8 +109,8 @@ SETTINGS = (  # scope, key, value, in the order they are changed
 async def a_kept_database(path: Path) -> dict[str, int]:
     """What a bot leaves in SQLite: three conversations (one a thread), answers, pins, a
     summary, profile facts (one forgotten), usage, model calls (one for no conversation),
-    calibration samples, vectors, settings and their changes; a deleted message. Returns ids
-    the tests look for."""
+    calibration samples, vectors, settings and their changes, a logged prompt; a deleted
+    message. Returns ids the tests look for."""
     store = await SqliteStore.open(str(path))
     try:
         ids = {"root": await say(store, CHANNEL, "Who owns the billing service?", message_id="1.1")}
@@ -142,6 +157,7 @@ async def a_kept_database(path: Path) -> dict[str, int]:
             )
         for call in CALLS:
             await store.record_call(call=call)
+        await store.log_prompt(record=PROMPT, keep=5)
         await store.set_meta(key="token_encoding", value="o200k_base")
         assert await store.claim_request(request_id="req-1", keep_seconds=3600)
         for at, (scope, key, value) in enumerate(SETTINGS, 1):
@@ -165,6 +181,7 @@ async def test_everything_is_read_back_through_the_postgresql_store(
     rows = {line.split()[0]: line.split()[1:] for line in out.out.splitlines()[1:]}
     assert (rows["settings"], rows["setting_changes"]) == (["3", "3"], ["6", "6"])
     assert rows["model_calls"] == ["3", "3"]
+    assert rows["prompt_log"] == ["1", "1"]
     store = await PostgresStore.open(postgres_url)
     try:
         for conversation in (CHANNEL, THREAD, DISCORD):
@@ -256,6 +273,12 @@ async def test_everything_is_read_back_through_the_postgresql_store(
         assert len(await store.spend_lines(since=None, until=None)) == len(CALLS)
         (thread,) = await store.spend(since=None, until=None, channel_key=THREAD.channel_key)
         assert thread.requests == 2
+        copied = await before.logged_prompts(channel_key=CHANNEL.channel_key, limit=5)
+        assert await store.logged_prompts(channel_key=CHANNEL.channel_key, limit=5) == copied
+        await store.log_prompt(record=PROMPT, keep=5)  # a new id, past the copied prompt's
+        assert [p.id > copied[0].id for p in await store.logged_prompts(
+            channel_key=CHANNEL.channel_key, limit=5
+        )] == [True, False]  # fmt: skip
     finally:
         await store.close()
         await before.close()

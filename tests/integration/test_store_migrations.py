@@ -14,6 +14,7 @@ import pytest
 
 from bot.core.memory.terms import query_terms
 from bot.core.models import Conversation, Role
+from bot.core.ports.prompts import PromptRecord
 from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample
 from bot.store.sqlite.store import SCHEMA_VERSION, SqliteStore
@@ -24,6 +25,19 @@ MESSAGES = (
     (1, None, "user", "Ana", "the guest wifi password is tangerine-42"),
     (2, 1, "assistant", "bot", "noted: tangerine-42"),
     (3, None, "user", "Bo", "明天有客人来，访客WiFi密码是 xingyun-88。"),
+)
+
+PROMPT = PromptRecord(
+    at=2.0,
+    conversation_key=GENERAL.key,
+    channel_key=GENERAL.channel_key,
+    question_id=3,
+    question="the locker code?",
+    model="m",
+    tokens=9,
+    budget=100,
+    layers={"system": 5, "recent": 4},
+    messages=({"role": "user", "content": "[Cy] the locker code?"},),
 )
 
 
@@ -93,6 +107,8 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
         await store.record_call(call=ModelCall(2.0, GENERAL, "cy", "m", "chat", 9, 3, 2, 0.25))
         spent = await store.spend(since=None, until=None, channel_key=GENERAL.channel_key)
         usage = await store.usage(conversation_key=GENERAL.key)
+        await store.log_prompt(record=PROMPT, keep=3)
+        logged = await store.logged_prompts(channel_key=GENERAL.channel_key, limit=3)
     finally:
         await store.close()
     assert [(m.id, m.turn_id, m.author_name, m.content) for m in rows] == [
@@ -107,6 +123,7 @@ async def test_a_database_of_each_earlier_version_opens_with_everything_kept(
     assert settings == {GENERAL.key: {"model": "m"}}
     assert [(s.model, s.requests, s.cached_tokens, s.cost) for s in spent] == [("m", 1, 3, 0.25)]
     assert [(u.model, u.requests, u.prompt_tokens) for u in usage] == [("m", 1, 9)]
+    assert [(p.question, p.messages) for p in logged] == [(PROMPT.question, PROMPT.messages)]
     # A model's one ratio is carried over as a sample of 1,000 Latin tokens.
     assert calibration == [CalibrationSample("llama3", 1000, 0, 0, 1250)]
     shell = sqlite3.connect(path)  # no bot functions registered, as in the sqlite3 shell

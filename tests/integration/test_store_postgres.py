@@ -18,6 +18,7 @@ from bot.core.ports.store import CalibrationSample, Duplicate, NewSummary, Stora
 from bot.store.backup import BackupError
 from bot.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.store import PostgresStore
+from tests.integration.test_store_migrations import PROMPT
 
 GENERAL = Conversation("slack", "T1", "C1")
 
@@ -361,7 +362,7 @@ async def test_a_setting_whose_change_cannot_be_logged_is_not_changed(postgres_u
         await store.close()
 
 
-async def test_a_database_of_schema_5_keeps_its_messages_and_takes_settings(
+async def test_a_database_of_schema_5_keeps_its_messages_and_takes_settings_and_prompts(
     postgres_url: str,
 ) -> None:
     db = await asyncpg.connect(postgres_url)
@@ -379,6 +380,9 @@ async def test_a_database_of_schema_5_keeps_its_messages_and_takes_settings(
             scope=GENERAL.key, key="model", value="m", by_id="U1", by_name="A", at=1.0
         )
         assert await store.settings_of(scopes=[GENERAL.key]) == {GENERAL.key: {"model": "m"}}
+        await store.log_prompt(record=PROMPT, keep=3)
+        (logged,) = await store.logged_prompts(channel_key=PROMPT.channel_key, limit=3)
+        assert logged.messages == PROMPT.messages
         assert await store.integrity_check() == "ok"
     finally:
         await store.close()

@@ -35,7 +35,7 @@ class PromptRecord:
     """One prompt an answer was made from."""
 
     at: float
-    """When the model was asked, in seconds since the epoch."""
+    """When the answer made from it came back, in seconds since the epoch."""
     conversation_key: str
     channel_key: str
     question_id: int
@@ -43,10 +43,13 @@ class PromptRecord:
     question: str
     model: str
     tokens: int
-    """The whole prompt, as the model's server counted it (or as the bot did)."""
+    """The whole prompt as the bot counted it, in the units of ``budget`` and ``layers`` (the
+    model's server's count of it is in the ledger, :mod:`.spend`)."""
     budget: int
+    """What the prompt was fitted to (after calibration)."""
     layers: Mapping[str, int]
-    """Tokens per layer (:data:`bot.core.prompt.layout.LAYERS`, in prompt order)."""
+    """Tokens per layer (:data:`bot.core.prompt.layout.LAYERS`, in prompt order); they add
+    up to ``tokens`` but for the few tokens that prime the reply."""
     messages: Sequence[Mapping[str, str]]
     """The exact prompt: role and content of each message, in order."""
     recall: Sequence[RecallNote] = ()
@@ -65,6 +68,6 @@ class PromptLog(Protocol):
         ...
 
     async def summary_history(self, *, conversation_key: str, limit: int) -> Sequence[Summary]:
-        """The conversation's summaries since its last reset, newest first, at most
-        ``limit``: each version, with what it covered."""
+        """The conversation's summaries since its last reset (a reset deletes them), newest
+        first, at most ``limit``: each version, with what it covered."""
         ...

@@ -6,8 +6,9 @@ tokenizer calibrations, ``AdminStore`` what operators do to a whole database (ba
 export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
 database coordinate by: leases on work only one of them may do at a time, and the messages
 awaiting an answer, ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per channel,
-and ``Ledger`` (:mod:`.spend`) every call to a model and its cost. ``Store`` is all seven.
-Every method takes keyword-only, plain arguments.
+``Ledger`` (:mod:`.spend`) every call to a model and its cost, and ``PromptLog``
+(:mod:`.prompts`) the last prompts of each channel. ``Store`` is all eight. Every method takes
+keyword-only, plain arguments.
 Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
 an in-memory store (``bot.store.memory``).
 """
@@ -30,6 +31,7 @@ from bot.core.models import (
     Summary,
 )
 from bot.core.ports.leases import LeaseStore
+from bot.core.ports.prompts import PromptLog
 from bot.core.ports.settings import SettingsStore
 from bot.core.ports.spend import Ledger
 
@@ -332,9 +334,9 @@ class MessageStore(Protocol):
         ...
 
     async def reset(self, *, conversation: Conversation, include_pins: bool) -> int:
-        """Delete the conversation's messages (with their search entries and vectors) and
-        summaries (and its channel's pins), and move its generation on; returns how many
-        messages went."""
+        """Delete the conversation's messages (with their search entries and vectors),
+        summaries and logged prompts (and its channel's pins), and move its generation on;
+        returns how many messages went."""
         ...
 
     async def claim_request(self, *, request_id: str, keep_seconds: float) -> bool:
@@ -499,6 +501,14 @@ class AdminStore(Protocol):
 
 
 class Store(
-    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Ledger, Protocol
+    MessageStore,
+    MemoryStore,
+    UsageStore,
+    AdminStore,
+    LeaseStore,
+    SettingsStore,
+    Ledger,
+    PromptLog,
+    Protocol,
 ):
     """All of the store."""

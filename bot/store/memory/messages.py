@@ -306,6 +306,8 @@ class Messages(Tables):
             self._vectors.pop(message_id, None)
         for summary in [s for s in self.summaries.values() if s.conversation_key == key]:
             del self.summaries[summary.id]
+        for record in [r for r in self.prompt_rows.values() if r.conversation_key == key]:
+            del self.prompt_rows[record.id]
         held = self.conversation_rows.get(key)
         if held is not None:
             held.generation += 1

@@ -26,11 +26,12 @@ from bot.core.ports.store import (
 from bot.store.memory.archive import export_records, import_records, write_backup
 from bot.store.memory.leases import Leases
 from bot.store.memory.messages import Messages
+from bot.store.memory.prompt_log import PromptLog
 from bot.store.memory.settings import Settings
 from bot.store.memory.spend import Ledger
 
 
-class MemoryStore(Messages, Leases, Settings, Ledger):
+class MemoryStore(Messages, Leases, Settings, Ledger, PromptLog):
     """Implements :class:`bot.core.ports.store.Store` in memory."""
 
     # -- pins, profiles, summaries -------------------------------------------------------

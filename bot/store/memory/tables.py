@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.models import Person, Pin, ProfileFact, Role, StoredMessage, Summary
+from bot.core.ports.prompts import PromptRecord
 from bot.core.ports.settings import SettingChange
 from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import CalibrationSample
@@ -94,6 +95,7 @@ class Tables:
         self._usage: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
         self._calibration_samples: list[CalibrationSample] = []
         self.calls: list[ModelCall] = []  # the ledger, in the order recorded
+        self.prompt_rows: dict[int, PromptRecord] = {}  # the prompt log, by id
         self._meta: dict[str, str] = {}
         self._requests: dict[str, float] = {}
         self.lease_rows: dict[str, tuple[str, float]] = {}  # name: holder, runs until

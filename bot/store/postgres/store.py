@@ -4,7 +4,8 @@
 for several processes sharing one database: each write that touches a conversation takes the
 conversation's row first, so that two processes writing one conversation serialize cleanly.
 Each concern lives in its own module (messages, turns, search, vectors, pins, profiles,
-summaries, usage, admin, leases, settings, spend); the schema and its migrations in :mod:`.schema`.
+summaries, usage, admin, leases, settings, spend, prompt log); the schema and its migrations
+in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from bot.store.postgres.leases import Leases
 from bot.store.postgres.messages import Messages
 from bot.store.postgres.pins import Pins
 from bot.store.postgres.profiles import Profiles
+from bot.store.postgres.prompt_log import PromptLog
 from bot.store.postgres.schema import SCHEMA_VERSION, DatabaseError
 from bot.store.postgres.search import Search
 from bot.store.postgres.settings import Settings
@@ -87,6 +89,7 @@ class PostgresStore(
     Leases,
     Settings,
     Ledger,
+    PromptLog,
 ):
     @classmethod
     async def open(cls, url: str, *, pool_size: int = 10, index: bool = True) -> PostgresStore:
@@ -117,6 +120,7 @@ class PostgresStore(
             await db.execute("DELETE FROM search_terms WHERE conversation = $1", key)
             status = await db.execute("DELETE FROM messages WHERE conversation = $1", key)
             await db.execute("DELETE FROM summaries WHERE conversation = $1", key)
+            await db.execute("DELETE FROM prompt_log WHERE conversation = $1", key)
             # Kept, with its generation moved on (a summary in flight is discarded).
             await db.execute(
                 "UPDATE conversations SET generation = generation + 1 WHERE key = $1", key

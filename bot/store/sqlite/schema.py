@@ -372,6 +372,28 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX model_calls_by_workspace ON model_calls (workspace, at);
     CREATE INDEX model_calls_by_person ON model_calls (workspace, person, at);
     """,
+    # 16: the prompt log: the latest prompts of each channel (its threads' with it) as sent,
+    # for the page: what each answer was made from, its layers' tokens (a JSON object), its
+    # messages (a JSON array of role and content) and what recall put in it and why (JSON).
+    # Read newest first per channel; deleted per conversation by a reset.
+    """
+    CREATE TABLE prompt_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        conversation TEXT NOT NULL,
+        channel_key TEXT NOT NULL,
+        question_id INTEGER NOT NULL,
+        question TEXT NOT NULL,
+        model TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        budget INTEGER NOT NULL,
+        layers TEXT NOT NULL,
+        messages TEXT NOT NULL,
+        recall TEXT NOT NULL
+    );
+    CREATE INDEX prompt_log_by_channel ON prompt_log (channel_key, id);
+    CREATE INDEX prompt_log_by_conversation ON prompt_log (conversation);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

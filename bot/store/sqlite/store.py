@@ -4,7 +4,7 @@
 connection: every read and write runs on aiosqlite's thread, never on the event loop. WAL lets
 a read see every committed write without waiting for a writer in another process. Each concern
 lives in its own module (messages, turns, search, vectors, pins, profiles, summaries, usage,
-admin, leases, settings, spend); the schema and its migrations in :mod:`.schema`.
+admin, leases, settings, spend, prompt log); the schema and its migrations in :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from bot.store.sqlite.leases import Leases
 from bot.store.sqlite.messages import Messages
 from bot.store.sqlite.pins import Pins
 from bot.store.sqlite.profiles import Profiles
+from bot.store.sqlite.prompt_log import PromptLog
 from bot.store.sqlite.schema import SCHEMA_VERSION, DatabaseError
 from bot.store.sqlite.search import Search
 from bot.store.sqlite.settings import Settings
@@ -53,6 +54,7 @@ class SqliteStore(
     Leases,
     Settings,
     Ledger,
+    PromptLog,
 ):
     @classmethod
     async def open(
@@ -128,6 +130,7 @@ class SqliteStore(
             cursor = await self._db.execute("DELETE FROM messages WHERE conversation = ?", (key,))
             deleted = cursor.rowcount
             await self._db.execute("DELETE FROM summaries WHERE conversation = ?", (key,))
+            await self._db.execute("DELETE FROM prompt_log WHERE conversation = ?", (key,))
             # Kept, with its generation moved on (a summary in flight is discarded); never made.
             await self._db.execute(
                 "UPDATE conversations SET generation = generation + 1 WHERE key = ?", (key,)
