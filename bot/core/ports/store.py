@@ -3,14 +3,12 @@
 ``MessageStore`` holds the conversations' messages (turns, search, vectors), ``MemoryStore``
 what is remembered beside them (pins, profiles, summaries), ``UsageStore`` token usage and
 tokenizer calibrations, ``AdminStore`` what operators do to a whole database (backup,
-export, import, health), and ``LeaseStore`` (:mod:`.leases`) what processes sharing a
-database coordinate by: leases on work only one of them may do at a time, and the messages
-awaiting an answer, ``SettingsStore`` (:mod:`.settings`) what ``/settings`` set per channel,
-``Ledger`` (:mod:`.spend`) every call to a model and its cost, and ``PromptLog``
-(:mod:`.prompts`) the last prompts of each channel. ``Store`` is all eight. Every method takes
-keyword-only, plain arguments.
-Three implementations: SQLite (``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and
-an in-memory store (``bot.store.memory``).
+export, import, health), ``LeaseStore`` (:mod:`.leases`) what processes sharing a database
+coordinate by (leases, messages awaiting an answer), ``SettingsStore`` (:mod:`.settings`)
+what ``/settings`` set per channel, ``Ledger`` (:mod:`.spend`) every call to a model and its
+cost, and ``PromptLog`` (:mod:`.prompts`) each channel's last prompts. ``Store`` is all
+eight; every method takes keyword-only, plain arguments. Three implementations: SQLite
+(``bot.store.sqlite``), PostgreSQL (``bot.store.postgres``) and in memory (``bot.store.memory``).
 """
 
 from __future__ import annotations
@@ -501,14 +499,7 @@ class AdminStore(Protocol):
 
 
 class Store(
-    MessageStore,
-    MemoryStore,
-    UsageStore,
-    AdminStore,
-    LeaseStore,
-    SettingsStore,
-    Ledger,
-    PromptLog,
-    Protocol,
-):
+    MessageStore, MemoryStore, UsageStore, AdminStore, LeaseStore, SettingsStore, Ledger,
+    PromptLog, Protocol,
+):  # fmt: skip
     """All of the store."""
