@@ -40,6 +40,7 @@ from bot.core.models import (
     render_content,
 )
 from bot.core.observe import NoObserver, Observer
+from bot.core.ports.charts import Charts
 from bot.core.ports.llm import ChatModels, Embedder, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
@@ -81,6 +82,7 @@ class Engine:
         summarizer: Summarizer,
         tokenizer: ChatTokenizer,
         calibrator: Calibrator,
+        charts: Charts,
         observer: Observer | None = None,
         embedder: Embedder | None = None,
         leases: Leases | None = None,
@@ -97,6 +99,7 @@ class Engine:
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
+        self.charts = charts
         self.asker = Asker(models=chat, gauge=self.gauge)
         """Asks the conversation's chat model (``bot eval`` replaces its models to record
         the calls)."""

@@ -8,8 +8,9 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import quote
+
+from bot.core.ports.meta import MetaStore
 
 SECRET_KEY = "page_secret"
 """The store's meta key the secret is kept under (hex)."""
@@ -18,11 +19,7 @@ PAGE_PATH = "/page/"
 """Where the pages are: ``/page/<channel key>``."""
 
 
-class SecretKeeper(Protocol):
-    async def meta_once(self, *, key: str, value: str) -> str: ...
-
-
-async def page_secret(store: SecretKeeper) -> bytes:
+async def page_secret(store: MetaStore) -> bytes:
     """The links' secret: 32 random bytes made by the first process to ask, then the same for
     every process of the database and across restarts."""
     return bytes.fromhex(await store.meta_once(key=SECRET_KEY, value=secrets.token_hex(32)))

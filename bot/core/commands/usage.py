@@ -1,12 +1,14 @@
 """``/usage``: what the models cost for this channel (and its threads) and for the caller
-(their calls in this workspace), today, this month (UTC) and in total, by model."""
+(their calls in this workspace), today, this month (UTC) and in total, by model; ``/usage
+chart``: the channel's last 30 days as a chart (:mod:`.charts`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from bot.core.commands.common import info
+from bot.core.commands.charts import usage_with_chart, wants_chart
+from bot.core.commands.common import error, info
 from bot.core.commands.page_link import page_lines
 from bot.core.cost import NO_PRICE, Prices, money
 from bot.core.engine import Engine
@@ -48,7 +50,15 @@ def periods(now: float) -> list[tuple[str, float | None]]:
     ]
 
 
+USAGE = "Usage: /usage, or /usage chart for this channel's last 30 days as a chart."
+
+
 async def usage(engine: Engine, call: CommandCall) -> Reply:
+    chart = wants_chart(call)
+    if chart is None:
+        return error(USAGE)
+    if chart:
+        return await usage_with_chart(engine, call)
     conversation = call.conversation
     prices = engine.meter.prices
     workspace = f"{conversation.platform}:{conversation.workspace}"

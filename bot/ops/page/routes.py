@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from bot.core.models import Conversation
 from bot.core.page_links import PAGE_PATH, check, page_path, page_secret, token_matches
+from bot.core.ports.meta import MetaStore
 from bot.core.ports.store import ConversationInfo
 from bot.core.prompt.layout import LAYERS
 from bot.ops.page.view import PageStore, channel_page, when
@@ -31,12 +32,10 @@ HEADERS = {
 }
 
 
-class IndexStore(PageStore, Protocol):
+class IndexStore(PageStore, MetaStore, Protocol):
     """What the page reads, the channels' index and the links' secret too."""
 
     async def conversations(self) -> Sequence[ConversationInfo]: ...
-
-    async def meta_once(self, *, key: str, value: str) -> str: ...
 
 
 def templates() -> Environment:
