@@ -45,6 +45,7 @@ from bot.core.ports.llm import ChatModels, Embedder, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
 from bot.core.prompt.budget import build_within
+from bot.core.prompt_log import PromptRecorder
 from bot.core.settings import Settings, SettingsSource
 from bot.core.wording import counted
 
@@ -113,6 +114,7 @@ class Engine:
             store=store, count=tokenizer.count, embedder=embedder, meter=self.meter
         )
         self.assembler = Assembler(store=store, tokenizer=tokenizer, recaller=self.recaller)
+        self.prompts = PromptRecorder(log=store, page=config.http.page, clock=lambda: self.clock())
         self._reply_locks = Locks()
         # Messages of one conversation are stored in the order they arrived, even when one
         # is counted off the event loop or opens the conversation.
@@ -322,6 +324,7 @@ class Engine:
             )
             gauge = self.gauge(answered.model)
             await gauge.observe(prompt.messages, prompt.tokens, answered.prompt_tokens)
+        await self.prompts.record(conversation, stored, answered)
         self.observer.reply_out(platform=conversation.platform)
         self.observer.context_fill(ratio=prompt.fill)
         if needs_summary(prompt, settings):

@@ -27,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.core.cost import Meter
 from bot.core.memory.group import GROUP_HEADING, NO_SHARED, Shared, channel_label, members
+from bot.core.memory.reasons import reasons
 from bot.core.memory.terms import document_terms, query_terms, too_common, weight
 from bot.core.memory.tokens import MESSAGE_OVERHEAD
 from bot.core.memory.vectors import nearest, vector_bytes
@@ -44,6 +45,7 @@ from bot.core.models import (
     utc_date,
 )
 from bot.core.ports.llm import Embedder, Embeddings, LLMError
+from bot.core.ports.prompts import RecallNote
 from bot.core.ports.store import Store
 from bot.core.progress import logged
 from bot.core.settings import RecallSettings
@@ -86,6 +88,8 @@ class Found:
 
     own: Sequence[StoredMessage]
     shared: Shared = NO_SHARED
+    why: Mapping[int, str] = field(default_factory=dict)
+    """Why each was found, by message id (:func:`.reasons.why`)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,8 @@ class Recalled:
     """What the recall message costs in the prompt (0 when nothing was recalled)."""
     shared: Sequence[StoredMessage] = ()
     """Its memory group's other channels', oldest first, shown after its own."""
+    notes: Sequence[RecallNote] = ()
+    """Where each shown was said and why it was chosen, its own first (the prompt log's)."""
 
     def prompt_message(self) -> dict[str, str]:
         return {"role": "system", "content": self.text}
@@ -175,19 +181,21 @@ class Recaller:
     ) -> Found:
         """The conversation's candidates before ``before_id``, best first, and those of the
         ``members`` of its memory group (each message's text only once, its own first)."""
-        keyword = await self._keyword_hits(conversation_key, query.content, before_id)
+        matched: dict[int, list[str]] = {}  # the query's words each keyword hit holds
+        keyword = await self._keyword_hits(conversation_key, query.content, before_id, matched)
         wanted = await self._query_vector(conversation_key, query, settings)
         nearest_ids = await self._nearest([conversation_key], wanted, before_id, settings)
         where = dict.fromkeys((m.id for m, _ in keyword), conversation_key)
         where.update(dict.fromkeys(nearest_ids, conversation_key))
         seen: set[str] = set()
         own = await self._fused([m for m, _ in keyword], nearest_ids, where, query, pins, seen)
+        why = reasons(own, matched, nearest_ids)
         if not members:
-            return Found(own)
+            return Found(own, why=why)
         hits: list[tuple[StoredMessage, float]] = []
         where = {}
         for key in members:
-            found = await self._keyword_hits(key, query.content, before_id)
+            found = await self._keyword_hits(key, query.content, before_id, matched)
             hits.extend(found)
             where.update(dict.fromkeys((m.id for m, _ in found), key))
         owners: dict[int, str] = {}
@@ -195,7 +203,8 @@ class Recaller:
         where.update(owners)
         ranked = [m for m, _ in sorted(hits, key=lambda hit: -hit[1])]
         shared = await self._fused(ranked, nearest_ids, where, query, pins, seen)
-        return Found(own, Shared(shared, {m.id: where[m.id] for m in shared}))
+        why.update(reasons(shared, matched, nearest_ids))
+        return Found(own, Shared(shared, {m.id: where[m.id] for m in shared}), why)
 
     async def _fused(
         self,
@@ -284,10 +293,15 @@ class Recaller:
         return message.tokens + self._line_extra[message.role]
 
     async def _keyword_hits(
-        self, conversation_key: str, text: str, before_id: int
+        self,
+        conversation_key: str,
+        text: str,
+        before_id: int,
+        matched: dict[int, list[str]] | None = None,
     ) -> list[tuple[StoredMessage, float]]:
         """The conversation's messages that hold the query's rarest terms there (those too
-        common in it left out, :func:`.terms.too_common`), best first, with their scores."""
+        common in it left out, :func:`.terms.too_common`), best first, with their scores
+        (``matched``: told the terms each holds, by id, rarest first)."""
         terms = query_terms(text)
         if not terms:
             return []
@@ -319,6 +333,8 @@ class Recaller:
             score = sum(worth[term] for term in held)
             if score >= MIN_KEYWORD_SCORE:
                 scored.append((found, score))
+                if matched is not None:
+                    matched[found.id] = [term for term in searched if term in held]
         return sorted(scored, key=lambda hit: -hit[1])
 
     async def _query_vector(

@@ -19,8 +19,9 @@ message: what recall shows stays older than the whole window.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from bot.core.memory.reasons import notes
 from bot.core.memory.recall import NOTHING, Found, Recalled, Recaller
 from bot.core.memory.tokens import REPLY_PRIMING, ChatTokenizer
 from bot.core.models import Conversation, Person, Pin, ProfileFact, Role, StoredMessage
@@ -141,6 +142,7 @@ class Assembler:
             turns_left_out=fit.left_out,
             recalled=(*recalled.messages, *recalled.shared),
             profile=profile,
+            recall_notes=recalled.notes,
         )
 
     async def _pins_and_profile(
@@ -238,7 +240,9 @@ class Assembler:
                 stop_turns=frozenset(m.turn_id for m in recalled.messages),
                 dates=self._dates,
             )
-        return fit, recalled
+        own = notes(recalled.messages, span.conversation_key, candidates.why)
+        shared_notes = notes(recalled.shared, shared.where, candidates.why)
+        return fit, replace(recalled, notes=(*own, *shared_notes))
 
     async def _turns(self, span: _Span, max_turns: int | None) -> list[TurnCost]:
         """The newest turns' costs, newest first, as many as the roomiest fit looks at: read a

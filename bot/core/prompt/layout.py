@@ -26,6 +26,7 @@ from bot.core.models import (
     indent_headings,
     quote_lines,
 )
+from bot.core.ports.prompts import RecallNote
 from bot.core.settings import Settings
 
 Count = Callable[[str], int]
@@ -93,6 +94,8 @@ class Prompt:
     """Earlier messages found by search, as shown (oldest first)."""
     profile: Sequence[ProfileFact] = ()
     """The speaker's facts shown in the prompt."""
+    recall_notes: Sequence[RecallNote] = ()
+    """What recall showed: where each message was said and why it was chosen."""
 
     @property
     def fill(self) -> float:
