@@ -39,7 +39,9 @@ def make_web_app(
     if page.enabled:
         engine = app.engine
         web_app.add_routes(
-            page_routes(Page(app.store, lambda: engine.clock(), page.token, templates()))
+            page_routes(
+                Page(app.store, lambda: engine.clock(), page.token, templates(), engine.charts)
+            )
         )
     return web_app
 

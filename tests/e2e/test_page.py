@@ -19,12 +19,12 @@ from bot.core.models import CommandCall, Conversation, IncomingMessage
 from bot.ops.http_server import serve_http
 from bot.wiring import App, open_app
 from tests.conftest import ConfigFactory
-from tests.support.browser import chromium
+from tests.support.browser import ARTIFACTS, chromium
 
 GENERAL = Conversation("slack", "T1", "C1")
 RANDOM = Conversation("slack", "T1", "C2")
 LINK = re.compile(r"The page for this channel \(good for 15 min\): (\S+)")
-QUESTION = "Is 2 < 3 & is <b>this</b> bold?"
+QUESTION = "Is 2 < 3 & is <b>this</b> bold, and what was the budget?"
 TOKEN = "operator-s3cret"
 
 
@@ -47,6 +47,7 @@ async def served(make_config: ConfigFactory) -> AsyncIterator[Served]:
     port = free_port()
     config = make_config(
         http={"host": "127.0.0.1", "port": port, "page": {"enabled": True}},
+        memory={"recall_tokens": 500},
     )
     config = config.model_copy(
         update={
@@ -97,6 +98,61 @@ async def open_page(browser: Browser, url: str) -> tuple[int, Page, dict[str, st
 def with_path(url: str, path: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=path))
+
+
+async def test_an_admin_link_shows_what_the_bot_sees(served: Served) -> None:
+    app = served.app
+    await a_conversation(app)
+    assert "page" not in await command(app, GENERAL, "stats", admin=False)
+    found = LINK.search(await command(app, GENERAL, "stats", admin=True))
+    assert found
+    url = found[1]
+    assert url.startswith(f"http://127.0.0.1:{served.port}/page/slack:T1:C1?until=")
+
+    status, page, headers = await open_page(served.browser, url)
+    assert status == 200
+    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["cache-control"] == "no-store"
+    body = await page.inner_text("body")
+    assert "What the bot sees in slack:T1:C1" in body
+    first = page.locator("tr.prompt").first
+    assert QUESTION in await first.inner_text()
+    for layer in ("system", "pins", "profile", "summary", "recall", "recent"):
+        cell = first.locator(f"td.layer-{layer}")
+        assert re.fullmatch(r"[\d,]+", await cell.inner_text())
+    assert int(await first.locator("td.layer-system").inner_text()) > 0
+    assert int(await first.locator("td.layer-pins").inner_text()) > 0
+
+    messages = page.locator("#last-prompt ~ .message")
+    roles = await messages.locator(".role").all_inner_texts()
+    assert roles[0].lower() == "system" and roles[-1].lower() == "user"
+    prompt = await messages.locator("pre").all_inner_texts()
+    assert "You are a test assistant." in prompt[0]
+    assert "The office is in Lisbon" in "\n".join(prompt)
+    assert QUESTION in prompt[-1]  # as written: escaped, not markup
+    assert await page.locator("#last-prompt ~ .message pre b").count() == 0
+
+    assert "The office is in Lisbon" in await page.locator("tr.pin").first.inner_text()
+    versions = page.locator("details.summary-version")
+    assert await versions.count() == 2
+    newest = await versions.first.inner_text()
+    assert "+ - FACT launch is in March" in newest  # what the second version added
+    assert "covers 2 messages" in newest
+    recalled = await page.locator("tr.recalled").first.inner_text()
+    assert "FACT the budget is 40k" in recalled and "budget" in recalled.split("\t")[-1]
+    usage = "\n".join(await page.locator("tr.usage").all_inner_texts())
+    assert "\tchat\t" in usage and "\tsummary\t" in usage
+    for chart, words in (("usage-chart", "Tokens and cost per day"), ("layers-chart", "by layer")):
+        image = page.locator(f"img.{chart}")
+        assert words in (await image.get_attribute("alt") or "")
+        assert await image.evaluate("img => img.complete && img.naturalWidth > 0")
+    assert "RANDOM-ONLY" not in body and "what is the plan" not in body
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "page.png"
+    await page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
 
 
 async def test_the_page_is_refused_without_a_good_link_for_its_channel(served: Served) -> None:

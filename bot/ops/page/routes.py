@@ -6,6 +6,7 @@ page. Every answer is kept out of caches and referrers (links carry their signat
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,14 @@ from urllib.parse import quote
 from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from bot.core.charts import Chart, layers_chart, usage_chart
 from bot.core.models import Conversation
 from bot.core.page_links import PAGE_PATH, check, page_path, page_secret, token_matches
+from bot.core.ports.charts import Charts
 from bot.core.ports.meta import MetaStore
 from bot.core.ports.store import ConversationInfo
 from bot.core.prompt.layout import LAYERS
-from bot.ops.page.view import PageStore, channel_page, when
+from bot.ops.page.view import ChannelPage, PageStore, channel_page, when
 
 HEADERS = {
     "Referrer-Policy": "no-referrer",
@@ -55,6 +58,8 @@ class Page:
     clock: Callable[[], float]
     token: str | None
     env: Environment
+    charts: Charts | None = None
+    """Draws the usage and layers charts; None: the page shows tables only."""
     _secret: bytes | None = None
 
     async def secret(self) -> bytes:
@@ -110,14 +115,54 @@ class Page:
         if channel.key != channel.channel_key:
             return self.refused(404, "A page is a channel's, threads included.")
         now = self.clock()
+        page = await channel_page(self.store, channel_key, now=now)
+        usage, layers = await self.pictures(page)
         return self.html(
             "channel.html",
-            page=await channel_page(self.store, channel_key, now=now),
+            page=page,
             layers=LAYERS,
-            charts=[],
+            usage_chart=usage,
+            layers_chart=layers,
             shown_at=when(now),
             until=when(float(until)) if until and until.isdigit() else None,
         )
+
+    async def pictures(self, page: ChannelPage) -> tuple[Picture | None, Picture | None]:
+        """The usage chart, and the last prompt's layers as a bar, when charts are drawn."""
+        if self.charts is None:
+            return None, None
+        key = page.channel_key
+        usage = await usage_chart(
+            self.store, self.charts, channel_key=key, now=self.clock(), where=key
+        )
+        last = page.prompts[0] if page.prompts else None
+        layers = (
+            await layers_chart(
+                self.charts,
+                breakdown={layer.name: layer.tokens for layer in last.layers},
+                budget=last.budget,
+                where=key,
+            )
+            if last
+            else None
+        )
+        return Picture.of(usage), Picture.of(layers) if layers else None
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A chart as an ``<img>`` takes it: inline, with its alt text."""
+
+    src: str
+    alt: str
+    width: int
+    height: int
+
+    @classmethod
+    def of(cls, chart: Chart) -> Picture:
+        data = base64.b64encode(chart.image.png).decode()
+        image = chart.image
+        return cls(f"data:image/png;base64,{data}", chart.alt_text, image.width, image.height)
 
 
 def page_routes(page: Page) -> list[web.RouteDef]:

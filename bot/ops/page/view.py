@@ -13,22 +13,19 @@ from typing import Protocol
 from bot.core.cost import money
 from bot.core.models import Conversation, Pin, Summary
 from bot.core.ports.prompts import PromptLog, PromptRecord, RecallNote
-from bot.core.ports.spend import SpendLine
+from bot.core.ports.spend import Ledger, SpendLine
 from bot.core.prompt.layout import LAYERS
+from bot.core.wording import counted
 
 PROMPTS_SHOWN = 10
 SUMMARY_VERSIONS = 10
 USAGE_DAYS = 30
 
 
-class PageStore(PromptLog, Protocol):
+class PageStore(PromptLog, Ledger, Protocol):
     """What the page reads."""
 
     async def pins(self, *, channel_key: str) -> Sequence[Pin]: ...
-
-    async def spend_lines(
-        self, *, since: float | None, until: float | None, channel_key: str | None = None
-    ) -> Sequence[SpendLine]: ...
 
 
 def when(at: float) -> str:
@@ -133,7 +130,8 @@ def summary_versions(summaries: Sequence[Summary]) -> list[SummaryVersion]:
     for index, summary in enumerate(oldest_first):
         previous = oldest_first[index - 1] if index else None
         covers = (
-            f"{summary.message_count:,} messages, through turn {summary.covers_through_turn}"
+            f"{counted(summary.message_count, 'message')}, through turn "
+            f"{summary.covers_through_turn}"
             f" (messages #{summary.first_message_id}–#{summary.last_message_id})"
             + (f", compacted {summary.compactions}×" if summary.compactions else "")
             + (", rebuilt" if summary.rebuilt else "")
