@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import openai
 
+from bot.charts import MatplotlibCharts
 from bot.config import Config
 from bot.core.cost import Meter, Prices
 from bot.core.engine import Engine
@@ -146,6 +147,7 @@ def build_engine(
         meter=meter,
         tokenizer=tokenizer,
         calibrator=calibrator,
+        charts=MatplotlibCharts(),
         observer=observer,
         embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
     )

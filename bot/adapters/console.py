@@ -4,6 +4,8 @@ The console is a platform like the others (``console:local:NAME``): same handler
 same memory, same commands. It reads until end of input, so it works piped as well as typed.
 On a terminal it shows a spinner while the model works and keeps log lines (on stderr) on
 lines of their own: those written while the prompt waits are shown once the line is entered.
+A reply's charts are written to files in the temporary folder, their paths printed with what
+they show.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import os
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
@@ -23,7 +27,7 @@ from rich.text import Text
 from bot.core.commands import parse_command_line
 from bot.core.engine import Engine
 from bot.core.handler import Handler
-from bot.core.models import CommandCall, Conversation, IncomingMessage, Reply
+from bot.core.models import Attachment, CommandCall, Conversation, IncomingMessage, Reply
 from bot.core.ports.store import StorageError
 
 THINKING = "thinking…"
@@ -160,6 +164,19 @@ class Printing:
         self._stdout.flush()
 
 
+def save(attachment: Attachment) -> str:
+    """The attachment (a chart) written to a file of its own in the temporary folder; the
+    line saying where, and what it shows."""
+    stem, dot, suffix = attachment.filename.rpartition(".")
+    try:
+        handle, path = tempfile.mkstemp(prefix=f"{stem or suffix}-", suffix=dot + suffix)
+        with os.fdopen(handle, "wb") as file:
+            file.write(attachment.data)
+    except OSError as exc:
+        return f"({attachment.filename} could not be saved: {exc.strerror or exc}.)"
+    return f"{attachment.filename} saved as {path}: {attachment.alt_text}"
+
+
 async def _take(
     handler: Handler, item: IncomingMessage | CommandCall, outbox: Printing
 ) -> list[Reply]:
@@ -249,5 +266,7 @@ async def _chat(
                     status.stop()
             for reply in replies:
                 show(reply.text)
+                for attachment in reply.attachments:
+                    show(save(attachment))
         # Let summaries started by this session finish, so the next one starts from them.
         await engine.drain(within=engine.config.llm.timeout_seconds * 2)

@@ -177,6 +177,10 @@ def parse_config(raw: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     storage = data.get("storage") or {}
     if isinstance(storage, dict) and env.get("DATABASE_URL"):
         data["storage"] = {**storage, "database_url": env["DATABASE_URL"]}
+    http = data.get("http") or {}
+    if isinstance(http, dict) and isinstance(http.get("page") or {}, dict):
+        page = {**(http.get("page") or {}), "token": env.get("BOT_PAGE_TOKEN") or None}
+        data["http"] = {**http, "page": page}
     for name, section in Config.platform_sections().items():
         settings = data.get(name) or {}
         if isinstance(settings, dict):

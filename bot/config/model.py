@@ -236,6 +236,8 @@ class PageConfig(Section):
     """How long a link stays good."""
     keep_prompts: int = Field(default=20, ge=1, le=1000)
     """Prompts kept per channel for the page (logged only while it is enabled)."""
+    # Filled from the environment only (BOT_PAGE_TOKEN), never from the file.
+    token: str | None = Field(default=None, exclude=True, repr=False)
 
 
 class HttpConfig(Section):

@@ -42,6 +42,7 @@ from bot.core.models import (
     render_content,
 )
 from bot.core.observe import NoObserver, Observer
+from bot.core.ports.charts import Charts
 from bot.core.ports.llm import ChatModels, Embedder, LLMError, clean_text
 from bot.core.ports.store import Duplicate, StorageError, Store
 from bot.core.prompt.assembler import Assembler, Prompt, PromptTooLarge, Speaker
@@ -84,6 +85,7 @@ class Engine(MessageEdits):
         summarizer: Summarizer,
         tokenizer: ChatTokenizer,
         calibrator: Calibrator,
+        charts: Charts,
         observer: Observer | None = None,
         embedder: Embedder | None = None,
         leases: Leases | None = None,
@@ -100,6 +102,7 @@ class Engine(MessageEdits):
         self.summarizer = summarizer
         self.tokenizer = tokenizer
         self.calibrator = calibrator
+        self.charts = charts
         self.asker = Asker(models=chat, gauge=self.gauge)
         """Asks the conversation's chat model (``bot eval`` replaces its models to record
         the calls)."""

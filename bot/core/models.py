@@ -156,6 +156,17 @@ class ReplyKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A file sent with a reply (a chart): its name, bytes and type, and what it shows in
+    words, for those who cannot see it."""
+
+    filename: str
+    data: bytes
+    mime_type: str
+    alt_text: str
+
+
+@dataclass(frozen=True)
 class Reply:
     text: str
     kind: ReplyKind = ReplyKind.ANSWER
@@ -164,6 +175,9 @@ class Reply:
     stored_id: int | None = None
     """The stored answer's id: the handler links it to the platform message once sent
     (:meth:`bot.core.engine.Engine.attach_message_id`)."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files posted with the text; where one cannot be posted, the text still is, with a
+    line saying so."""
 
 
 class StoredMessage(NamedTuple):

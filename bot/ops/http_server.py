@@ -1,4 +1,5 @@
-"""The optional HTTP endpoint for operators: ``/healthz`` and ``/metrics``."""
+"""The optional HTTP endpoint for operators: ``/healthz`` and ``/metrics``; and the page
+(``/page/``) when ``http.page`` enables it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from aiohttp import web
 from bot.core.caps import period_bounds
 from bot.core.models import Conversation
 from bot.core.ports.platform import Platform, PlatformError
+from bot.ops.page.routes import Page, page_routes, templates
 from bot.telemetry.metrics import CONTENT_TYPE_LATEST, PrometheusObserver
 from bot.wiring import READ_FAILURES, App
 
@@ -39,6 +41,14 @@ def make_web_app(
     web_app = web.Application()
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/metrics", metrics_page)
+    page = app.config.http.page
+    if page.enabled:
+        engine = app.engine
+        web_app.add_routes(
+            page_routes(
+                Page(app.store, lambda: engine.clock(), page.token, templates(), engine.charts)
+            )
+        )
     return web_app
 
 
@@ -79,6 +89,10 @@ async def serve_http(app: App, platforms: Sequence[Platform]) -> AsyncIterator[i
         sockets = getattr(server, "sockets", None) or ()
         port = sockets[0].getsockname()[1] if sockets else settings.port
         log.info("health and metrics on http://%s:%d/", settings.host, port)
+        if settings.page.enabled:
+            log.info(
+                "the page on http://%s:%d/page/ (links from /stats, /usage)", settings.host, port
+            )
         yield port
     finally:
         await runner.cleanup()

@@ -1,6 +1,7 @@
 """Adapters are imported only when their platform is enabled: ``bot run`` and ``bot doctor``
-with one platform never import the other's library (seen in the interpreter's own record of
-every import, ``PYTHONPROFILEIMPORTTIME``)."""
+with one platform never import the other's library, nor the plotting library before a chart
+is asked for (seen in the interpreter's own record of every import,
+``PYTHONPROFILEIMPORTTIME``)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_bot_run_with_only_slack_never_imports_discord(
     modules = imported(process.lines)
     assert "slack_bolt" in modules
     assert "discord" not in modules
+    assert "matplotlib" not in modules  # until the first chart is drawn
 
 
 def test_bot_doctor_with_only_slack_never_imports_discord(

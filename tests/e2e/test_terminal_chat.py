@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.charts.draw import USAGE_SIZE
 from tests.conftest import is_summary_request, respond
 from tests.e2e.test_cli import bot, pins_tokens, write_config
 from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.pictures import size
 from tests.support.terminal import Terminal
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (INFO|WARNING) bot\.[\w.]+: ")
@@ -189,3 +191,22 @@ def test_the_answer_is_printed_as_the_model_writes_it(tmp_path: Path, llm_thread
         screen = term.screen()
     assert whole_seen - first_seen > 1.5  # the start was shown long before the end
     assert " ".join(words) in screen
+
+
+def test_a_chart_is_saved_to_a_file_and_printed_as_its_path_and_what_it_shows(
+    tmp_path: Path, llm_thread: FakeLLM
+) -> None:
+    config = str(write_config(tmp_path, llm_thread.url))
+    folder = tmp_path / "temporary"
+    folder.mkdir()
+    stdin = "hello\n/usage chart\n"
+    result = bot(
+        "chat", "--config", config, "--user", "ana", stdin=stdin, env={"TMPDIR": str(folder)}
+    )
+    assert result.returncode == 0, result.stderr
+    text, saved = result.stdout.splitlines()[-2:]
+    assert text.startswith("Tokens and cost per day for this channel (and its threads), ")
+    path, shows = saved.removeprefix("usage.png saved as ").split(": ", 1)
+    assert shows == text and text.endswith("calls on 1 of 30 days.")
+    assert Path(path).parent == folder and Path(path).suffix == ".png"
+    assert size(Path(path).read_bytes()) == USAGE_SIZE

@@ -479,6 +479,10 @@ async def test_requests_meta_and_newest_messages(store: Store) -> None:
     await store.set_meta(key="k", value="1")
     await store.set_meta(key="k", value="2")
     assert await store.get_meta(key="k") == "2"
+    kept = await asyncio.gather(*(store.meta_once(key="once", value=f"v{i}") for i in range(5)))
+    assert len(set(kept)) == 1 and kept[0] in {f"v{i}" for i in range(5)}
+    assert await store.meta_once(key="once", value="later") == kept[0]
+    assert await store.meta_once(key="k", value="3") == "2"
     await add(store, "old", message_id="1.0", at=10.0)
     await add(store, "new", message_id="2.0", at=20.0)
     await add(store, "elsewhere", conversation=RANDOM, message_id="3.0", at=15.0)

@@ -328,12 +328,13 @@ class FakeDiscord:
         self.refuse_reactions = False
         """True: the bot's reactions get 403 Missing Permissions (no Add Reactions)."""
         self.refuse_files = False
+        """True: messages and follow-ups with attachments get 403 Missing Permissions (no
+        Attach Files)."""
         self.sharding_required = False
         """Close an unsharded IDENTIFY with 4011, as Discord does once a bot is in 2,500
         servers."""
         self.refuse_gateway: int | None = None
         """An HTTP status the gateway's websocket is refused with, instead of upgraded."""
-        """True: messages with attachments get 403 Missing Permissions (no Attach Files)."""
         self._rate_limit: re.Pattern[str] | None = None
         self._connections: dict[web.WebSocketResponse, tuple[int, int]] = {}
         """Each identified gateway connection and its (shard id, shard count)."""
@@ -932,7 +933,12 @@ class FakeDiscord:
         )
 
     def _followup(self, request: web.Request, body: JSON, token: str) -> web.Response:
-        self.followups.append({"token": token, **body})
+        """A follow-up message; its attachments' contents, when it has any, under ``files``
+        ((file name, content) pairs; ``attachments`` has their descriptions)."""
+        files = list(request.get(FILES, []))
+        if files and self.refuse_files:
+            return self._json({"message": "Missing Permissions", "code": 50013}, 403)
+        self.followups.append({"token": token, **body, **({"files": files} if files else {})})
         return self._json(self._message_out("0", body))
 
     def _delete_original(self, request: web.Request, body: Any, token: str) -> web.Response:

@@ -71,6 +71,8 @@ class Upload:
     channel: str | None
     thread_ts: str | None
     initial_comment: str | None
+    alt_text: str | None = None
+    """What ``alt_txt`` said of an image."""
 
 
 class FakeSlack:
@@ -83,8 +85,8 @@ class FakeSlack:
         self.acks: list[JSON] = []
         self.uploads: list[Upload] = []
         """Files shared, completed uploads only."""
-        self._uploading: dict[str, tuple[str, bytes | None]] = {}
-        """File id → (filename, bytes once uploaded)."""
+        self._uploading: dict[str, tuple[str, str | None, bytes | None]] = {}
+        """File id → (filename, alt text, bytes once uploaded)."""
         self._failures: dict[str, deque[Failure]] = {}
         self.delays: dict[str, float] = {}
         """User id → seconds ``users.info`` takes for them."""
@@ -499,14 +501,15 @@ class FakeSlack:
             return {}  # setStatus, setTitle, setSuggestedPrompts: recorded, nothing to give back
         if method == "files.getUploadURLExternal":
             file_id = f"F{next(self._ts)}"
-            self._uploading[file_id] = (str(params.get("filename")), None)
+            alt = params.get("alt_txt")
+            self._uploading[file_id] = (str(params.get("filename")), alt, None)
             return {"upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
         if method == "files.completeUploadExternal":
             return {"files": [self._complete(f, params) for f in json.loads(params["files"])]}
         return {}
 
     def _complete(self, item: JSON, params: JSON) -> JSON:
-        filename, content = self._uploading.pop(item["id"])
+        filename, alt, content = self._uploading.pop(item["id"])
         assert content is not None, "completed before the upload"
         upload = Upload(
             filename=filename,
@@ -515,6 +518,7 @@ class FakeSlack:
             channel=params.get("channel_id"),
             thread_ts=params.get("thread_ts"),
             initial_comment=params.get("initial_comment"),
+            alt_text=alt,
         )
         self.uploads.append(upload)
         return {"id": item["id"], "name": filename, "title": upload.title}
@@ -523,7 +527,8 @@ class FakeSlack:
         file_id = request.match_info["file_id"]
         if file_id not in self._uploading:
             return web.Response(status=404, text="unknown upload")
-        self._uploading[file_id] = (self._uploading[file_id][0], await request.read())
+        filename, alt, _ = self._uploading[file_id]
+        self._uploading[file_id] = (filename, alt, await request.read())
         return web.Response(text="OK - 1")
 
     async def _respond(self, request: web.Request) -> web.Response:

@@ -232,3 +232,18 @@ def test_naming_an_embeddings_model_turns_recall_by_meaning_on(
 ) -> None:
     path = write(tmp_path, f"system_prompt: hi\nllm: {llm}\nmemory: {memory}\n")
     assert load_config(path, env={}).memory.recall_embeddings is on
+
+
+def test_the_page_token_comes_from_the_environment_only(tmp_path: Path) -> None:
+    base = "system_prompt: hi\nllm: {chat_model: a, summary_model: b}\n"
+    path = write(tmp_path, f"{base}http: {{port: 8080, page: {{enabled: true}}}}\n")
+    config = load_config(path, env={"BOT_PAGE_TOKEN": "op-s3cret"})
+    assert config.http.page.token == "op-s3cret"
+    assert "op-s3cret" not in repr(config)
+    assert load_config(path, env={}).http.page.token is None
+    bad = write(tmp_path, f"{base}http: {{port: 8080, page: {{token: x}}}}\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(bad, env={})
+    assert str(raised.value) == (
+        "http.page.token: secrets are read from the environment, not the config file"
+    )

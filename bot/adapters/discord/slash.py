@@ -16,6 +16,7 @@ from discord import app_commands
 
 from bot.adapters.discord.access import ADMIN_PERMISSIONS, Admins, is_private
 from bot.adapters.discord.facts import conversation_of
+from bot.adapters.discord.files import files_of, not_attached
 from bot.adapters.discord.render import split_message
 from bot.adapters.discord.settings_modal import PersonaForm, opens_persona_form
 from bot.adapters.discord.translate import jump_url, prompt_text
@@ -66,7 +67,7 @@ class CommandRunner:
         if opens_persona_form(spec.name, argument) and self.can_manage(interaction):
             await self.open_persona_form(interaction, spec)
         else:
-            await self.execute(interaction, spec, argument, ephemeral=spec.ephemeral)
+            await self.execute(interaction, spec, argument, ephemeral=spec.ephemeral_for(argument))
 
     async def execute(
         self, interaction: Interaction, spec: CommandSpec, argument: str, *, ephemeral: bool
@@ -112,10 +113,29 @@ class CommandRunner:
         if reply.ephemeral and not deferred_ephemeral:
             await interaction.delete_original_response()
         ephemeral = reply.ephemeral or deferred_ephemeral
-        for part in split_message(reply.text):
+        parts = [part.text for part in split_message(reply.text)]
+        last = parts.pop() if parts else ""
+        for text in parts:
+            await interaction.followup.send(text, ephemeral=ephemeral, allowed_mentions=NO_MENTIONS)
+        if reply.attachments:
+            await self._with_files(interaction, reply, last, ephemeral=ephemeral)
+        elif last:
+            await interaction.followup.send(last, ephemeral=ephemeral, allowed_mentions=NO_MENTIONS)
+
+    async def _with_files(
+        self, interaction: Interaction, reply: Reply, text: str, *, ephemeral: bool
+    ) -> None:
+        """A reply's last message, with its files; where Discord refuses them, without, and a
+        line saying so."""
+        try:
             await interaction.followup.send(
-                part.text, ephemeral=ephemeral, allowed_mentions=NO_MENTIONS
+                text, files=files_of(reply), ephemeral=ephemeral, allowed_mentions=NO_MENTIONS
             )
+            return
+        except discord.HTTPException as exc:  # no Attach Files permission, too large
+            log.warning("attaching files to a command's reply failed: %s %s", exc.status, exc.text)
+            text = f"{text}\n{not_attached(reply, exc)}"
+        await interaction.followup.send(text, ephemeral=ephemeral, allowed_mentions=NO_MENTIONS)
 
     async def pin_message(self, interaction: Interaction, message: discord.Message) -> None:
         text = prompt_text(

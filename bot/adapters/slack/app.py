@@ -11,6 +11,7 @@ Events are translated (:mod:`.translate`) and handed to the core's
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack.assistant import Assistant, started_thread
+from bot.adapters.slack.files import post_files
 from bot.adapters.slack.names import Names, Naming
 from bot.adapters.slack.outbox import SlackOutbox, answer_command
 from bot.adapters.slack.places import look_up
@@ -336,7 +338,8 @@ class Listeners:
         else:
             reply = await self.handler.command(call)
         if reply is not None:
-            await answer_command(reply_to, reply)
+            upload = functools.partial(post_files, self.client, channel=call.conversation.channel)
+            await answer_command(reply_to, reply, upload=upload)
 
     async def _pin_shortcut(self, body: dict[str, Any], reply_to: AsyncRespond) -> None:
         message = body.get("message") or {}

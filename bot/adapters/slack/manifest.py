@@ -31,7 +31,7 @@ BOT_SCOPES = (
     "channels:read",  # conversations.info: whether a slash command's channel is private
     "chat:write",
     "commands",
-    "files:write",  # a long reply's whole text is shared as a file
+    "files:write",  # a long reply's whole text is shared as a file; charts are posted
     "groups:history",
     "groups:read",  # conversations.info on a private channel
     "im:history",

@@ -8,8 +8,9 @@ a second (:class:`~bot.adapters.live.LiveText`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
@@ -17,6 +18,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.live import LiveText, MessageGone, RateLimited
+from bot.adapters.slack.files import not_posted
 from bot.adapters.slack.history import read_page
 from bot.adapters.slack.render import split, to_mrkdwn
 from bot.adapters.slack.stream import NativeText, StreamSupport
@@ -294,9 +296,23 @@ class _Messages:
         await self._outbox._delete(message_id)
 
 
-async def answer_command(respond: AsyncRespond, reply: Reply) -> bool:
+Upload = Callable[[Reply], Awaitable[str | None]]
+"""Posts a reply with its files (:func:`~bot.adapters.slack.files.post_files`); None once
+posted, else why not."""
+
+
+async def answer_command(
+    respond: AsyncRespond, reply: Reply, *, upload: Upload | None = None
+) -> bool:
     """A command's reply through its response URL; whether Slack took it (a response URL
-    lasts 30 minutes)."""
+    lasts 30 minutes). A reply with files is posted with them by ``upload`` instead; where
+    that fails, through the response URL with a line saying why the files are missing."""
+    if reply.attachments:
+        why = "this is no channel the bot can post in" if upload is None else await upload(reply)
+        if why is None:
+            return True
+        text = f"{reply.text}\n{not_posted(reply, why)}"
+        reply = dataclasses.replace(reply, text=text, attachments=())
     kind = "ephemeral" if is_ephemeral(reply) else "in_channel"
     for chunk in split(to_mrkdwn(reply.text))[:_MAX_RESPONSES]:
         response = await respond(text=chunk, response_type=kind)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from bot.core.commands.charts import CHART
 from bot.core.commands.common import CommandSpec, Handler, error, info
 from bot.core.commands.memory import reset, search, summarize
 from bot.core.commands.pins import pin, pins, unpin
@@ -64,14 +65,20 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ephemeral=True,
     ),
     CommandSpec(
-        "stats", "/stats", "tokens in the prompt against the budget", stats, ephemeral=True
+        "stats",
+        "/stats [chart]",
+        "tokens in the prompt against the budget; chart: posts the layers as a bar",
+        stats,
+        ephemeral=True,
+        public_options=(CHART,),
     ),
     CommandSpec(
         "usage",
-        "/usage",
-        "what the models cost here and for you: today, this month, in total",
+        "/usage [chart]",
+        "what the models cost here and for you; chart: posts this channel's last 30 days",
         usage,
         ephemeral=True,
+        public_options=(CHART,),
     ),
     CommandSpec(
         "settings",

@@ -22,6 +22,13 @@ class CommandSpec:
     admin: bool = False
     ephemeral: bool = False
     """Whether the answer is for the caller only (Slack and Discord)."""
+    public_options: tuple[str, ...] = ()
+    """Arguments whose answer everyone in the channel sees, the command being ``ephemeral``
+    otherwise (``chart``: a chart is posted)."""
+
+    def ephemeral_for(self, argument: str) -> bool:
+        """Whether the answer to ``/NAME argument`` is for the caller only."""
+        return self.ephemeral and argument.strip().lower() not in self.public_options
 
 
 def info(text: str, *, ephemeral: bool = False) -> Reply:

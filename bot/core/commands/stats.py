@@ -1,9 +1,12 @@
-"""``/stats``: the prompt against the budget, by layer, and the tokens spent."""
+"""``/stats``: the prompt against the budget, by layer, and the tokens spent; ``/stats chart``
+adds the layers as a bar (:mod:`.charts`)."""
 
 from __future__ import annotations
 
-from bot.core.commands.common import info, name_of, person_of
-from bot.core.engine import Engine
+from bot.core.commands.charts import wants_chart, with_layers_chart
+from bot.core.commands.common import error, info, name_of, person_of
+from bot.core.commands.page_link import page_lines
+from bot.core.engine import Engine, Preview
 from bot.core.models import CommandCall, Conversation, Reply
 from bot.core.ports.store import UsageTotals
 from bot.core.prompt.assembler import PromptTooLarge, Speaker
@@ -29,9 +32,24 @@ def _usage_line(rows: list[UsageTotals], purpose: str) -> str | None:
     return line
 
 
+USAGE = "Usage: /stats, or /stats chart to add the prompt's layers as a bar."
+
+
 async def stats(engine: Engine, call: CommandCall) -> Reply:
+    chart = wants_chart(call)
+    if chart is None:
+        return error(USAGE)
     speaker = Speaker(person_of(call), name_of(call))
-    return info(await format_stats(engine, call.conversation, speaker=speaker), ephemeral=True)
+    conversation = call.conversation
+    try:
+        preview = await engine.preview(conversation, speaker=speaker)
+    except PromptTooLarge as exc:
+        return info(f"Context for {conversation.key}: {exc}", ephemeral=True)
+    lines = [await describe(engine, conversation, preview), *await page_lines(engine, call)]
+    text = "\n".join(lines)
+    if chart:
+        return await with_layers_chart(engine, conversation, text, preview.prompt)
+    return info(text, ephemeral=True)
 
 
 async def format_stats(
@@ -42,6 +60,11 @@ async def format_stats(
         preview = await engine.preview(conversation, speaker=speaker)
     except PromptTooLarge as exc:
         return f"Context for {conversation.key}: {exc}"
+    return await describe(engine, conversation, preview)
+
+
+async def describe(engine: Engine, conversation: Conversation, preview: Preview) -> str:
+    """The /stats text for the prompt ``preview`` holds."""
     prompt, settings = preview.prompt, preview.settings
     window_messages = len(prompt.window)
     summarized = prompt.summary.message_count if prompt.summary else 0

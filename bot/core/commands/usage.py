@@ -1,13 +1,16 @@
 """``/usage``: what the models cost for this channel (and its threads) and for the caller
-(their calls in this workspace), today, this month (UTC) and in total, by model; and each cap
-on spend in force here, used against its limit."""
+(their calls in this workspace), today, this month (UTC) and in total, by model, and each cap
+on spend in force here, used against its limit; ``/usage chart``: the channel's last 30 days
+as a chart (:mod:`.charts`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from bot.core.commands.common import info
+from bot.core.commands.charts import usage_with_chart, wants_chart
+from bot.core.commands.common import error, info
+from bot.core.commands.page_link import page_lines
 from bot.core.cost import NO_PRICE, Prices, money
 from bot.core.engine import Engine
 from bot.core.models import CommandCall, Reply
@@ -48,7 +51,15 @@ def periods(now: float) -> list[tuple[str, float | None]]:
     ]
 
 
+USAGE = "Usage: /usage, or /usage chart for this channel's last 30 days as a chart."
+
+
 async def usage(engine: Engine, call: CommandCall) -> Reply:
+    chart = wants_chart(call)
+    if chart is None:
+        return error(USAGE)
+    if chart:
+        return await usage_with_chart(engine, call)
     conversation = call.conversation
     prices = engine.meter.prices
     workspace = f"{conversation.platform}:{conversation.workspace}"
@@ -66,4 +77,5 @@ async def usage(engine: Engine, call: CommandCall) -> Reply:
     if uses := await engine.caps.uses(conversation, call.user_id, settings):
         lines.append("Budgets in force:")
         lines.extend(f"  {use.line}" for use in uses)
+    lines.extend(await page_lines(engine, call))
     return info("\n".join(lines), ephemeral=True)

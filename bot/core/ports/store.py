@@ -29,6 +29,7 @@ from bot.core.models import (
     Summary,
 )
 from bot.core.ports.leases import LeaseStore
+from bot.core.ports.meta import MetaStore
 from bot.core.ports.prompts import PromptLog
 from bot.core.ports.settings import SettingsStore
 from bot.core.ports.spend import Ledger
@@ -420,7 +421,7 @@ class UsageStore(Protocol):
         ...
 
 
-class AdminStore(Protocol):
+class AdminStore(MetaStore, Protocol):
     """What operators do to a whole database: copy, export, import, check, recount, close."""
 
     async def backup(self, *, target: Path, pages: Callable[[int, int], None] = ...) -> None:
@@ -481,10 +482,6 @@ class AdminStore(Protocol):
         """Every conversation's key, the channel of every pin and every scope with settings
         or setting changes (a channel may hold only those)."""
         ...
-
-    async def get_meta(self, *, key: str) -> str | None: ...
-
-    async def set_meta(self, *, key: str, value: str) -> None: ...
 
     async def retokenize(self, *, count: Callable[[str], int]) -> int:
         """Recount every stored token count with ``count``; returns messages recounted."""

@@ -241,6 +241,9 @@ class MemoryStore(Messages, Leases, Settings, Ledger, PromptLog):
     async def set_meta(self, *, key: str, value: str) -> None:
         self._meta[key] = value
 
+    async def meta_once(self, *, key: str, value: str) -> str:
+        return self._meta.setdefault(key, value)
+
     async def retokenize(self, *, count: Callable[[str], int]) -> int:
         for row in self.messages.values():
             row.tokens = count(render_content(row.role, row.author_name, row.content))

@@ -64,6 +64,15 @@ class Admin(Connection):
             text(value),
         )
 
+    async def meta_once(self, *, key: str, value: str) -> str:
+        await self._write(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            key,
+            text(value),
+        )
+        kept = await self.get_meta(key=key)
+        return value if kept is None else kept
+
     async def retokenize(self, *, count: Callable[[str], int]) -> int:
         """Recount every stored token count (after the chat model's encoding changed)."""
         async with self._transaction() as db:

@@ -88,6 +88,13 @@ class Admin(Connection):
             (key, value),
         )
 
+    async def meta_once(self, *, key: str, value: str) -> str:
+        await self._write(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+        )
+        kept = await self.get_meta(key)
+        return value if kept is None else kept
+
     async def retokenize(self, count: Callable[[str], int]) -> int:
         """Recount every stored token count (after the chat model's encoding changed)."""
         async with self._transaction():

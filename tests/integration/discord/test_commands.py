@@ -48,6 +48,9 @@ async def test_commands_are_synced_from_the_table_with_the_context_menu(
     assert by_name["pin"]["options"][0]["name"] == "text"
     assert by_name["pin"]["options"][0]["required"] is True
     assert by_name["reset"]["options"][0]["required"] is False
+    for charted in ("usage", "stats"):  # /usage chart, /stats chart
+        assert by_name[charted]["options"][0]["name"] == "option"
+        assert by_name[charted]["options"][0]["required"] is False
     assert by_name["remember"]["options"][0]["name"] == "text"
     assert by_name["forget"]["options"][0]["name"] == "id"
     assert "options" not in by_name["profile"] or not by_name["profile"]["options"]
