@@ -22,10 +22,12 @@ RUN /opt/venv/bin/pip install --no-deps --no-build-isolation . \
     && /opt/venv/bin/python -c "import tiktoken; tiktoken.get_encoding('o200k_base'); tiktoken.get_encoding('cl100k_base')"
 
 FROM python:3.11-slim-bookworm
+# MPLCONFIGDIR: matplotlib's font cache (charts), made on the first chart, kept off /data.
 # hadolint ignore=DL3064
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     TIKTOKEN_CACHE_DIR=/opt/tiktoken \
+    MPLCONFIGDIR=/tmp/matplotlib \
     BOT_CONFIG=/etc/bot/config.yaml:/etc/bot/docker.yaml
 # /backups: owned by the bot, so a new volume mounted there is writable by it.
 RUN groupadd --system --gid 10001 bot \
