@@ -45,11 +45,10 @@ async def stats(engine: Engine, call: CommandCall) -> Reply:
         preview = await engine.preview(conversation, speaker=speaker)
     except PromptTooLarge as exc:
         return info(f"Context for {conversation.key}: {exc}", ephemeral=True)
-    lines = [await describe(engine, conversation, preview), *await page_lines(engine, call)]
-    text = "\n".join(lines)
-    if chart:
+    text = await describe(engine, conversation, preview)
+    if chart:  # posted for the channel: the admin's page link stays out of it
         return await with_layers_chart(engine, conversation, text, preview.prompt)
-    return info(text, ephemeral=True)
+    return info("\n".join([text, *await page_lines(engine, call)]), ephemeral=True)
 
 
 async def format_stats(

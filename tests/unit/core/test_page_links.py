@@ -5,6 +5,7 @@ admins only, and only while the page is on."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
 from bot.core.commands import run_command
@@ -105,3 +106,13 @@ async def test_no_link_while_the_page_is_off_and_the_public_url_when_set() -> No
     async with running_core(config) as core:
         reply = await run_command(core.engine, stats_call("usage", admin=True))
         assert "): https://bot.example.com/page/slack:T1:C1?until=" in reply.text
+
+
+async def test_a_chart_posted_for_the_channel_carries_no_link() -> None:
+    config = unit_config(http={"host": "127.0.0.1", "port": 8080, "page": {"enabled": True}})
+    async with running_core(config) as core:
+        for name in ("stats", "usage"):
+            call = stats_call(name, admin=True)
+            reply = await run_command(core.engine, replace(call, argument="chart"))
+            assert reply.attachments and not reply.ephemeral
+            assert "page" not in reply.text and "http" not in reply.text, reply.text
