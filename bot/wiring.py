@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sqlite3
@@ -20,6 +21,7 @@ from bot.core.memory.summarizer import Summarizer
 from bot.core.memory.tokens import ChatTokenizer, install_encodings
 from bot.core.models import PROMPT_RENDERING
 from bot.core.observe import NoObserver, Observer
+from bot.core.ports.charts import Charts
 from bot.core.ports.llm import ApiKey, ChatModels, Embedder
 from bot.core.ports.store import AdminStore, Store, StoreUnavailable
 from bot.core.settings import SettingsSource
@@ -131,6 +133,7 @@ def build_engine(
     tokenizer: ChatTokenizer,
     calibrator: Calibrator,
     observer: Observer,
+    charts: Charts,
 ) -> Engine:
     """The engine, with each conversation's settings taken from the config; ``embedder`` is
     used only while the config turns recall by meaning on."""
@@ -147,7 +150,7 @@ def build_engine(
         meter=meter,
         tokenizer=tokenizer,
         calibrator=calibrator,
-        charts=MatplotlibCharts(),
+        charts=charts,
         observer=observer,
         embedder=embedder if memory.recall_embeddings and memory.recall_tokens else None,
     )
@@ -275,6 +278,7 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
             on_write_failure=metrics.storage_write_failed if metrics is not None else None,
         )
     clients = _clients(config)
+    charts = MatplotlibCharts()
     try:
         llm = config.llm
         chat, summary = _models(config, clients[0], clients[-1])
@@ -305,6 +309,7 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
             tokenizer=tokenizer,
             calibrator=calibrator,
             observer=observer,
+            charts=charts,
         )
         # What start-up built (encodings, config, clients) lives as long as the process: a
         # full garbage collection need not walk it, which would otherwise hold up the event
@@ -331,4 +336,5 @@ async def open_app(config: Config, *, store: Store | None = None) -> AsyncIterat
     finally:
         for client in clients:
             await client.close()
+        await asyncio.to_thread(charts.close)
         await store.close()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.charts import MatplotlibCharts
 from bot.config import Config, parse_config
 from bot.core.engine import Engine
 from bot.core.memory.calibration import Calibrator
@@ -53,6 +54,7 @@ async def running_core(
     tokenizer = ChatTokenizer.for_model(config.llm.chat_model)
     calibrator = Calibrator(store, exact_models=exact_models(config, tokenizer))
     await calibrator.load()
+    charts = MatplotlibCharts()
     engine = build_engine(
         config,
         store,
@@ -62,8 +64,10 @@ async def running_core(
         tokenizer=tokenizer,
         calibrator=calibrator,
         observer=NoObserver(),
+        charts=charts,
     )
     try:
         yield Core(engine=engine, store=store, model=model, models=models)
     finally:
         await engine.aclose()
+        charts.close()

@@ -4,6 +4,10 @@ segments of one bar as long as their share of the budget. And their alt text."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from bot.charts import MatplotlibCharts
 from bot.charts.draw import (
     COST_COLOUR,
@@ -23,6 +27,14 @@ USED = {3: (40_000, 0.20), 4: (10_000, 0.05), 11: (90_000, 0.30), 20: (30_000, 0
 """Day index → tokens and cost; the other days of the thirty had no calls."""
 
 
+@pytest.fixture(scope="module")
+def charts() -> Iterator[MatplotlibCharts]:
+    """Drawn as the bot draws them: in a drawing process of their own."""
+    drawing = MatplotlibCharts()
+    yield drawing
+    drawing.close()
+
+
 def _days() -> list[DayUsage]:
     tokens_cost = {index: USED.get(index, (0, 0.0)) for index in range(30)}
     return [DayUsage(day, *tokens_cost[index]) for index, day in enumerate(last_days(NOW))]
@@ -37,8 +49,10 @@ def _at_days(found: list[Bar], days: list[int]) -> None:
         assert abs(bar.centre - (found[0].centre + (day - days[0]) * step)) <= 1.5
 
 
-def test_the_usage_chart_shows_a_bar_for_each_day_with_calls_where_it_falls() -> None:
-    image = MatplotlibCharts().usage_chart(title="Tokens and cost", days=_days())
+def test_the_usage_chart_shows_a_bar_for_each_day_with_calls_where_it_falls(
+    charts: MatplotlibCharts,
+) -> None:
+    image = charts.usage_chart(title="Tokens and cost", days=_days())
     assert (image.width, image.height) == USAGE_SIZE
     assert size(image.png) == USAGE_SIZE
     used = sorted(USED)
@@ -54,14 +68,16 @@ def test_the_usage_chart_shows_a_bar_for_each_day_with_calls_where_it_falls() ->
     assert tokens[used.index(11)].height == tallest
 
 
-def test_a_month_without_calls_draws_no_bars() -> None:
+def test_a_month_without_calls_draws_no_bars(charts: MatplotlibCharts) -> None:
     quiet = [DayUsage(day, 0, 0.0) for day in last_days(NOW)]
-    image = MatplotlibCharts().usage_chart(title="Tokens and cost", days=quiet)
+    image = charts.usage_chart(title="Tokens and cost", days=quiet)
     assert size(image.png) == USAGE_SIZE
     assert bars(image.png, TOKENS_COLOUR) == [] == bars(image.png, COST_COLOUR)
 
 
-def test_the_layers_chart_is_one_bar_of_segments_as_long_as_their_share_of_the_budget() -> None:
+def test_the_layers_chart_is_one_bar_of_segments_as_long_as_their_share_of_the_budget(
+    charts: MatplotlibCharts,
+) -> None:
     layers = [
         LayerTokens("system", 400),
         LayerTokens("pins", 200),
@@ -70,7 +86,7 @@ def test_the_layers_chart_is_one_bar_of_segments_as_long_as_their_share_of_the_b
         LayerTokens("recall", 600),
         LayerTokens("recent", 2_400),
     ]
-    image = MatplotlibCharts().layers_chart(title="Layers", layers=layers, budget=8_000)
+    image = charts.layers_chart(title="Layers", layers=layers, budget=8_000)
     assert (image.width, image.height) == LAYERS_SIZE == size(image.png)
     colours = [LAYER_COLOURS[layer.layer] for layer in layers] + [UNUSED_COLOUR]
     widths = widths_in_busiest_row(image.png, colours)
