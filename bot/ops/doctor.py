@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from annotated_types import Ge
 
@@ -16,6 +17,7 @@ from bot import adapters
 from bot.config import Config
 from bot.config.model import MemoryConfig
 from bot.core.ports.llm import Failure, LLMError
+from bot.core.settings.keys import chat_models, summary_models
 from bot.core.wording import counted
 from bot.llm.openai import OpenAIChatModel
 from bot.llm.windows import Window
@@ -153,6 +155,8 @@ async def run_checks(app: App, config_file: Path, report: Callable[[Check], None
         ),
         *await _contexts(app, chat_probe.window, summary_probe.window),
         recall_check,
+        _spend(app),
+        _page(config),
         platforms_check,
     ]
     for check in checks:
@@ -257,3 +261,48 @@ async def _recall(app: App) -> Check:
             False, "recall", f"embeddings {embedder.model}: {exc.failure.value} ({exc.detail})"
         )
     return Check(True, "recall", f"{detail} and by meaning ({embedder.model}, {len(vector)} dims)")
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _spend(app: App) -> Check:
+    """The caps in force by default, and the models money caps cannot count (no price)."""
+    config = app.config
+    budgets = config.budgets
+    caps = [
+        f"{scope} {period} {value}"
+        for scope in ("channel", "person", "workspace")
+        for period in ("day", "month")
+        if (value := getattr(getattr(budgets, scope), period)) is not None
+    ]
+    detail = f"budgets: {', '.join(caps) if caps else 'none (budgets)'}"
+    models = [*chat_models(config), *summary_models(config)]
+    if config.llm.embedding_model and config.memory.recall_embeddings:
+        models.append(config.llm.embedding_model)
+    prices = app.engine.meter.prices
+    unpriced = [model for model in dict.fromkeys(models) if not prices.priced(model)]
+    if unpriced:
+        detail += (
+            f"; no price for {', '.join(unpriced)} (llm.prices): /usage shows no money for "
+            "them and money caps do not count them"
+        )
+    return Check(True, "spend", detail, warning=bool(unpriced))
+
+
+def _page(config: Config) -> Check:
+    """Whether the page is on, and whether the links it gives open where people are."""
+    http, page = config.http, config.http.page
+    if not page.enabled:
+        return Check(True, "page", "off (http.page.enabled)")
+    base = page.public_url or f"http://{http.host}:{http.port}"
+    token = "operators' token set" if page.token else "no operators' token (BOT_PAGE_TOKEN)"
+    detail = f"links to {base}/page/… good for {page.link_minutes:g} min; {token}"
+    host = urlsplit(base).hostname or ""
+    if page.public_url is None and host in _LOOPBACK:
+        detail += "; links open only on this machine: set http.page.public_url"
+        return Check(True, "page", detail, warning=True)
+    if base.startswith("http://") and host not in _LOOPBACK:
+        detail += "; a link is a password while it is good: serve it over HTTPS"
+        return Check(True, "page", detail, warning=True)
+    return Check(True, "page", detail)
