@@ -137,6 +137,8 @@ def test_doctor_checks_everything_and_reports_each_line(
         "ok   summary endpoint",
         "ok   memory",
         "ok   recall",
+        "ok   spend",
+        "ok   page",
         "ok   platforms",
     ]
     assert "ok   recall: off (memory.recall_tokens: 0)" in lines
