@@ -4,7 +4,9 @@ Before each answer the bot sums the ledger for every cap in force (channel, pers
 workspace, per day and per month: six sums) and, after it, again for the 80 % notice. This
 fills a real SQLite file (and, with ``--postgres``, a throwaway PostgreSQL server) with
 ``--calls`` model calls spread over the current month in one workspace (50 channels, 200
-people), then times ``Caps.check`` and the notice (``Check.noted``) with all six caps set.
+people), with the daily rollups those calls make (filled by the statements the migration that
+made them runs), then times ``Caps.check`` and the notice (``Check.noted``) with all six caps
+set.
 
     .venv/bin/python bench/caps.py --calls 10000 100000 --postgres
 """
@@ -29,7 +31,15 @@ from bot.core.ports.spend import ModelCall
 from bot.core.ports.store import Store
 from bot.core.settings import SettingsSource
 from bot.store.postgres.store import PostgresStore
-from bot.store.spend_sql import CALL_COLUMNS, call_row
+from bot.store.spend_sql import (
+    CALL_COLUMNS,
+    POSTGRES_DAY,
+    POSTGRES_PICOS,
+    SQLITE_DAY,
+    SQLITE_PICOS,
+    backfill,
+    call_row,
+)
 from bot.store.sqlite.store import SqliteStore
 from tests.support.core import unit_config
 from tests.support.postgres import PostgresServer
@@ -67,6 +77,7 @@ async def fill_sqlite(path: Path, rows: list[tuple[object, ...]]) -> SqliteStore
     db = store._db  # the bench fills the table in one transaction, not 100,000
     insert = f"INSERT INTO model_calls ({CALL_COLUMNS}) VALUES ({marks})"  # noqa: S608
     await db.executemany(insert, rows)
+    await db.executescript(backfill(SQLITE_DAY, SQLITE_PICOS))  # the rollups, as migrated
     await db.commit()
     await db.execute("ANALYZE")
     return store
@@ -77,7 +88,8 @@ async def fill_postgres(url: str, rows: list[tuple[object, ...]]) -> PostgresSto
     columns = [c.strip() for c in CALL_COLUMNS.split(",")]
     async with store._pool.acquire() as db:  # COPY, as for the SQLite file above
         await db.copy_records_to_table("model_calls", records=rows, columns=columns)
-        await db.execute("ANALYZE model_calls")
+        await db.execute(backfill(POSTGRES_DAY, POSTGRES_PICOS))  # the rollups, as migrated
+        await db.execute("ANALYZE model_calls, spend_days")
     return store
 
 
@@ -122,7 +134,7 @@ async def run(args: argparse.Namespace) -> None:
                     p50, p99, notice = await measure(store, now, args.checks)
                     print(f"{name:<10} {count:>8,} {p50:>13.2f} {p99:>8.2f} {notice:>14.2f}")
                     if name == "postgres":
-                        await postgres._pool.execute("TRUNCATE model_calls")
+                        await postgres._pool.execute("TRUNCATE model_calls, spend_days")
                     await store.close()
     finally:
         if server is not None:

@@ -9,9 +9,10 @@ batch adds them to the conversations' term counts in its transaction. Before cop
 target's rows are checked to be that prefix (its last row equal to the source's, as many rows
 up to it): a database holding anything else is refused. The meta values, tokenizer
 calibration samples and handled requests (bookkeeping a bot run may have written into the
-target) are made equal to the source's. Afterwards the identity sequences continue past the
-source's greatest ids (those of deleted rows too: ids are never reused), and each table's rows
-are counted on both sides.
+target) are made equal to the source's, and the ledger's daily rollups are made again from the
+calls copied (the same sums as the source's, integers). Afterwards the identity sequences
+continue past the source's greatest ids (those of deleted rows too: ids are never reused), and
+each table's rows are counted on both sides.
 
 The source is read in one transaction that holds SQLite's write lock: one snapshot, and a bot
 started meanwhile cannot write to it. A process that has the file open (the bot) is told by
@@ -36,6 +37,7 @@ import aiosqlite
 from bot.core.wording import counted
 from bot.store.postgres import search
 from bot.store.postgres.connection import text
+from bot.store.spend_sql import POSTGRES_DAY, POSTGRES_PICOS, backfill
 from bot.store.sqlite.store import SqliteStore
 
 if TYPE_CHECKING:
@@ -121,6 +123,13 @@ BOOKKEEPING: tuple[Table, ...] = (
     _table("handled_requests", "request_id", "request_id handled_at"),
 )
 """Made equal to the source's, whatever the target held (a bot run writes them too)."""
+
+ROLLUPS = _table(
+    "spend_days",
+    "kind key person day model",
+    "kind key person day model requests prompt_tokens cached_tokens completion_tokens cost",
+)
+"""Not copied: made from the calls copied, as PostgreSQL's migration made them; counted."""
 
 IDENTITIES = (
     "messages",
@@ -305,6 +314,12 @@ class Target:
             )
         return len(changed)
 
+    async def rebuild_rollups(self) -> None:
+        """The ledger's daily rollups, made again from the calls the target holds."""
+        async with self._db.transaction():
+            await self._db.execute("DELETE FROM spend_days")
+            await self._db.execute(backfill(POSTGRES_DAY, POSTGRES_PICOS))
+
     async def continue_ids(self, table: str, greatest: int) -> None:
         """New rows' ids follow ``greatest`` and every id the table holds."""
         await self._db.execute(
@@ -409,11 +424,12 @@ async def migrate(
         copied += await _copy(source, target, table, plan.after[table.name], batch, advance)
     for table in BOOKKEEPING:
         copied += await target.replace(table, await source.rows(table, after=None, limit=-1))
+    await target.rebuild_rollups()
     for name in IDENTITIES:
         await target.continue_ids(name, await source.greatest_id(name))
     counts = [
         Counted(table.name, await source.count(table), await target.count(table))
-        for table in (*TABLES, *BOOKKEEPING)
+        for table in (*TABLES, *BOOKKEEPING, ROLLUPS)
     ]
     return Migrated(copied, counts)
 

@@ -28,6 +28,7 @@ from bot.core.ports.store import CalibrationSample, NewSummary, Store, UsageTota
 from bot.store.postgres.store import PostgresStore
 from bot.store.sqlite.store import SqliteStore
 from tests.conftest import config_dict
+from tests.integration.test_store_spend import ledger
 from tests.support.big_sqlite import fill
 from tests.support.paths import ROOT
 
@@ -45,6 +46,14 @@ CALLS = (
     ModelCall(1700086400.0, DISCORD, "U7", "llama3", "chat", 300, 0, 40, 0.0, estimated=True),
     ModelCall(1700086401.0, None, "", "text-embedding-3-small", "embedding", 50, 0, 0, 1e-06),
 )
+
+ROLLUPS = "SELECT * FROM spend_days ORDER BY kind, key, person, day, model"
+ROLLUPS_IN_POSTGRES = (
+    ROLLUPS.replace("key,", 'key COLLATE "C",')
+    .replace("person,", 'person COLLATE "C",')
+    .replace("model", 'model COLLATE "C"')
+)
+"""In code point order, as SQLite sorts them."""
 
 PROMPT = PromptRecord(
     at=1700000001.0,
@@ -224,9 +233,10 @@ async def test_everything_is_read_back_through_the_postgresql_store(
         assert await store.spend_lines(since=None, until=None) == await before.spend_lines(
             since=None, until=None
         )
-        assert [(s.model, s.cached_tokens, s.cost) for s in await store.spend(
-            since=None, until=None, channel_key=THREAD.channel_key
-        )] == [("gpt-4o", 1024, 0.1 + 0.2)]  # fmt: skip
+        assert [
+            (s.model, s.cached_tokens, s.cost)
+            for s in await store.spend(since=None, until=None, channel_key=THREAD.channel_key)
+        ] == [("gpt-4o", 1024, 0.3)]  # fmt: skip (summed in picodollars: not 0.1 + 0.2)
         assert await store.vector(message_id=ids["thread"], model="emb") == VECTOR
         assert [i for i, _ in await store.vectors(
             conversation_key=CHANNEL.key, before_id=10**9, model="emb", limit=10
@@ -282,6 +292,33 @@ async def test_everything_is_read_back_through_the_postgresql_store(
     finally:
         await store.close()
         await before.close()
+
+
+async def test_the_ledgers_daily_rollups_in_postgresql_are_sqlites(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What budgets read (the rollups) is made in PostgreSQL from the calls copied, row for
+    row as SQLite kept it, and a rerun leaves it so (not added twice)."""
+    path = tmp_path / "bot.sqlite3"
+    await a_kept_database(path)
+    store = await SqliteStore.open(str(path))
+    try:
+        for call in ledger(seed=9, count=200):
+            await store.record_call(call=call)
+        kept = await store._rows(ROLLUPS)
+    finally:
+        await store.close()
+    for _ in range(2):
+        assert await run(path, "--to", postgres_url) == 0
+        out = capsys.readouterr().out
+        counts = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+        assert counts["spend_days"] == [str(len(kept))] * 2
+        db = await asyncpg.connect(postgres_url)
+        try:
+            held = await db.fetch(ROLLUPS_IN_POSTGRES)
+        finally:
+            await db.close()
+        assert [tuple(row) for row in held] == [tuple(row) for row in kept]
 
 
 async def test_a_rerun_of_a_finished_migration_copies_nothing_and_says_so(

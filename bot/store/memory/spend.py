@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from bot.core.ports.spend import ModelCall, Spend, SpendLine
 from bot.store.memory.tables import Tables
+from bot.store.spend_sql import picos
 
 
 def _channel(call: ModelCall) -> str:
@@ -33,6 +34,12 @@ def _sums(calls: Sequence[ModelCall]) -> tuple[int, int, int, int, float]:
         sum(call.completion_tokens for call in calls),
         math.fsum(call.cost for call in calls),
     )
+
+
+def _spent(calls: Sequence[ModelCall]) -> tuple[int, int, int, int, float]:
+    """:func:`_sums` with the cost summed in whole picodollars, as the other stores sum it."""
+    requests, prompt, cached, completion, _ = _sums(calls)
+    return requests, prompt, cached, completion, sum(picos(call.cost) for call in calls) / 1e12
 
 
 class Ledger(Tables):
@@ -82,7 +89,7 @@ class Ledger(Tables):
         by_model: dict[str, list[ModelCall]] = {}
         for call in self._calls(since, until, channel_key, workspace, person):
             by_model.setdefault(call.model, []).append(call)
-        return [Spend(model, *_sums(calls)) for model, calls in sorted(by_model.items())]
+        return [Spend(model, *_spent(calls)) for model, calls in sorted(by_model.items())]
 
     async def spend_lines(
         self, *, since: float | None, until: float | None, channel_key: str | None = None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from bot.store.spend_sql import POSTGRES_DAY, POSTGRES_PICOS, backfill
+
 if TYPE_CHECKING:
     from bot.store.postgres.connection import Db
 
@@ -247,6 +249,23 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX prompt_log_by_channel ON prompt_log (channel_key, id);
     CREATE INDEX prompt_log_by_conversation ON prompt_log (conversation);
     """,
+    # 9: as SQLite's 17. The ledger's daily rollups, filled from the calls kept.
+    """
+    CREATE TABLE spend_days (
+        kind TEXT NOT NULL CHECK (kind IN ('channel', 'workspace', 'person')),
+        key TEXT NOT NULL,
+        person TEXT NOT NULL,
+        day BIGINT NOT NULL,
+        model TEXT NOT NULL,
+        requests BIGINT NOT NULL,
+        prompt_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        completion_tokens BIGINT NOT NULL,
+        cost BIGINT NOT NULL,
+        PRIMARY KEY (kind, key, person, day, model)
+    );
+    """
+    + backfill(POSTGRES_DAY, POSTGRES_PICOS),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

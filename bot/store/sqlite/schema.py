@@ -9,6 +9,7 @@ import sqlite3
 import aiosqlite
 
 from bot.core.memory.terms import document_terms, index_text
+from bot.store.spend_sql import SQLITE_DAY, SQLITE_PICOS, backfill
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -394,6 +395,25 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX prompt_log_by_channel ON prompt_log (channel_key, id);
     CREATE INDEX prompt_log_by_conversation ON prompt_log (conversation);
     """,
+    # 17: the ledger's daily rollups, filled from the calls kept: per channel, workspace or
+    # person in a workspace ('' for the others), UTC day (its midnight in seconds since the
+    # epoch) and model, the calls' sums, cost in whole picodollars (bot/store/spend_sql.py).
+    """
+    CREATE TABLE spend_days (
+        kind TEXT NOT NULL CHECK (kind IN ('channel', 'workspace', 'person')),
+        key TEXT NOT NULL,
+        person TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        cached_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cost INTEGER NOT NULL,
+        PRIMARY KEY (kind, key, person, day, model)
+    ) WITHOUT ROWID;
+    """
+    + backfill(SQLITE_DAY, SQLITE_PICOS),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
