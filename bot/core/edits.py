@@ -2,7 +2,8 @@
 platform id, a thread's first message copied in, an author's name learned late.
 
 A part of :class:`~bot.core.engine.Engine` (it inherits this), kept apart to keep the turn's
-module small.
+module small. A message deleted or edited on the platform leaves the prompt log too: the
+logged prompts that may show it (as it was) are deleted with it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from bot.core.memory.importance import score
 from bot.core.models import Conversation, Role, StoredMessage, render_content
 from bot.core.ports.llm import clean_text
 from bot.core.ports.store import Duplicate, Store
+from bot.core.settings import Settings
 
 
 class MessageEdits:
@@ -20,6 +22,9 @@ class MessageEdits:
         raise NotImplementedError
 
     async def _embed(self, conversation: Conversation, stored: StoredMessage) -> None:
+        raise NotImplementedError
+
+    async def settings_for(self, conversation: Conversation) -> Settings:
         raise NotImplementedError
 
     async def edit_message(self, conversation: Conversation, message_id: str, text: str) -> bool:
@@ -39,6 +44,8 @@ class MessageEdits:
         )
         if edited:  # the index followed in the same statement; the vector is made anew
             await self._embed(conversation, found._replace(content=text))
+            if text != found.content:
+                await self._drop_prompts(conversation, found)
         return edited
 
     async def mark_important(self, conversation: Conversation, message_id: str, on: bool) -> bool:
@@ -104,6 +111,18 @@ class MessageEdits:
         return stored._replace(author_name=name, tokens=tokens)
 
     async def delete_message(self, conversation: Conversation, message_id: str) -> bool:
-        return await self.store.delete_message(
+        found = await self.store.find_message(
             conversation_key=conversation.key, message_id=message_id
         )
+        deleted = await self.store.delete_message(
+            conversation_key=conversation.key, message_id=message_id
+        )
+        if deleted and found is not None:
+            await self._drop_prompts(conversation, found)
+        return deleted
+
+    async def _drop_prompts(self, conversation: Conversation, message: StoredMessage) -> None:
+        """Delete the logged prompts that may show ``message`` as it was: its channel's, and
+        those of its memory group's channels that recalled it."""
+        group = (await self.settings_for(conversation)).memory_group is not None
+        await self.store.drop_prompts(conversation=conversation, message=message, group=group)

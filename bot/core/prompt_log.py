@@ -39,6 +39,7 @@ class PromptRecorder:
             channel_key=conversation.channel_key,
             question_id=question.id,
             question=question.content,
+            person=question.author_id,
             model=answered.model,
             tokens=prompt.tokens,
             budget=prompt.budget,

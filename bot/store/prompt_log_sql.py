@@ -1,6 +1,6 @@
 """What SQLite's and PostgreSQL's prompt logs (``prompt_log``) share: a record's row, its
-layers, messages and recall notes as JSON text, and the statement that keeps a channel's
-latest few."""
+layers, messages and recall notes as JSON text, the statement that keeps a channel's latest
+few, and what finds a recalled message's note in that text."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from bot.core.ports.prompts import PromptRecord, RecallNote
 
 PROMPT_COLUMNS = (
-    "at, conversation, channel_key, question_id, question, model, tokens, budget,"
+    "at, conversation, channel_key, question_id, question, person, model, tokens, budget,"
     " layers, messages, recall"
 )
 """A logged prompt's columns but its id, in :func:`prompt_row`'s order."""
@@ -30,6 +30,7 @@ def prompt_row(record: PromptRecord) -> tuple[Any, ...]:
         record.channel_key,
         record.question_id,
         record.question,
+        record.person,
         record.model,
         record.tokens,
         record.budget,
@@ -53,14 +54,16 @@ def prompt_row(record: PromptRecord) -> tuple[Any, ...]:
 
 def prompt_record(row: Sequence[Any]) -> PromptRecord:
     """A record from its id and the values of :data:`PROMPT_COLUMNS`, in that order."""
-    id_, at, conversation, channel, question_id, question, model, tokens, budget = row[:9]
-    layers, messages, recall = (json.loads(value) for value in row[9:])
+    id_, at, conversation, channel, question_id, question, person, model, tokens = row[:9]
+    budget = row[9]
+    layers, messages, recall = (json.loads(value) for value in row[10:])
     return PromptRecord(
         at=float(at),
         conversation_key=conversation,
         channel_key=channel,
         question_id=int(question_id),
         question=question,
+        person=person,
         model=model,
         tokens=int(tokens),
         budget=int(budget),
@@ -79,3 +82,9 @@ def trim(mark: Callable[[int], str]) -> str:
         f"SELECT id FROM prompt_log WHERE channel_key = {mark(1)}"
         f" ORDER BY id DESC LIMIT 1 OFFSET {mark(2)})"
     )
+
+
+def recall_needle(conversation_key: str, stored_id: int) -> str:
+    """What the ``recall`` text of a prompt that recalled that message holds: the start of its
+    note, as :func:`prompt_row` writes it (the key's closing quote keeps C1 from C10)."""
+    return _json({"stored_id": stored_id, "conversation_key": conversation_key})[:-1] + ","

@@ -107,7 +107,7 @@ TABLES: tuple[Table, ...] = (
     _table(
         "prompt_log",
         "id",
-        "id at conversation channel_key question_id question model tokens budget layers"
+        "id at conversation channel_key question_id question person model tokens budget layers"
         " messages recall",
     ),
 )

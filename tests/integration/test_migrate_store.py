@@ -61,6 +61,7 @@ PROMPT = PromptRecord(
     channel_key=THREAD.channel_key,
     question_id=4,
     question="when does the rota start? 访客",
+    person="U2",
     model="gpt-4o",
     tokens=90,
     budget=4000,

@@ -33,6 +33,7 @@ PROMPT = PromptRecord(
     channel_key=GENERAL.channel_key,
     question_id=3,
     question="the locker code?",
+    person="cy",
     model="m",
     tokens=9,
     budget=100,

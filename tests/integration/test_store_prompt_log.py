@@ -1,7 +1,8 @@
 """The prompt log's part of the store port, on every store (SQLite, PostgreSQL, in memory):
 each channel keeps its latest prompts, as sent, read back newest first with its threads',
-never another channel's; a reset deletes a conversation's; exports leave them out; and each
-conversation's summary versions since its last reset."""
+never another channel's; a reset deletes a conversation's; /forget the asker's in their
+workspace; a message deleted or edited on the platform those that may show it; exports leave
+them out; and each conversation's summary versions since its last reset."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.models import Conversation, Role
+from bot.core.models import Conversation, Person, Role, StoredMessage
 from bot.core.ports.prompts import PromptRecord, RecallNote
 from bot.core.ports.store import NewSummary, Store
 from bot.store.sqlite.store import SqliteStore
@@ -22,6 +23,7 @@ GENERAL = Conversation("slack", "T1", "C1")
 THREAD = Conversation("slack", "T1", "C1", "5.0")
 RANDOM = Conversation("slack", "T1", "C2")
 NEIGHBOUR = Conversation("slack", "T1", "C10")  # its key starts as C1's does
+ELSEWHERE = Conversation("slack", "T2", "C1")  # another workspace
 
 
 @pytest.fixture(params=KIND_PARAMS)
@@ -30,13 +32,22 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         yield opened
 
 
-def record(question: str, conversation: Conversation = GENERAL, *, at: float = 1.0) -> PromptRecord:
+def record(
+    question: str,
+    conversation: Conversation = GENERAL,
+    *,
+    at: float = 1.0,
+    question_id: int = 7,
+    person: str = "U1",
+    recalled: tuple[Conversation, int] = (GENERAL, 3),
+) -> PromptRecord:
     return PromptRecord(
         at=at,
         conversation_key=conversation.key,
         channel_key=conversation.channel_key,
-        question_id=7,
+        question_id=question_id,
         question=question,
+        person=person,
         model="gpt-4o-mini",
         tokens=120,
         budget=4000,
@@ -47,8 +58,8 @@ def record(question: str, conversation: Conversation = GENERAL, *, at: float = 1
         ),
         recall=(
             RecallNote(
-                stored_id=3,
-                conversation_key=conversation.key,
+                stored_id=recalled[1],
+                conversation_key=recalled[0].key,
                 author_name="Bo",
                 content="the budget for march is 4k",
                 created_at=0.5,
@@ -73,12 +84,13 @@ async def test_a_logged_prompt_is_read_back_as_it_was_sent(store: Store) -> None
     assert back.messages[1]["content"].startswith("[Ana] what is the budget")
     assert list(back.layers.items()) == list(sent.layers.items())  # in prompt order
     assert back.recall == sent.recall
-    assert (back.at, back.model, back.tokens, back.budget, back.question_id) == (
+    assert (back.at, back.model, back.tokens, back.budget, back.question_id, back.person) == (
         1.0,
         "gpt-4o-mini",
         120,
         4000,
         7,
+        "U1",
     )
 
 
@@ -121,6 +133,60 @@ async def test_a_reset_deletes_the_conversations_logged_prompts_only(store: Stor
     assert await questions(store, RANDOM) == ["elsewhere"]
     await store.log_prompt(record=record("after the reset"), keep=5)
     assert await questions(store, GENERAL) == ["after the reset"]
+
+
+async def test_forget_deletes_the_askers_prompts_in_every_channel_of_their_workspace(
+    store: Store,
+) -> None:
+    await store.log_prompt(record=record("Ana in general"), keep=5)
+    await store.log_prompt(record=record("Bo in general", person="U2"), keep=5)
+    await store.log_prompt(record=record("Ana in the thread", THREAD), keep=5)
+    await store.log_prompt(record=record("Ana in random", RANDOM), keep=5)
+    await store.log_prompt(record=record("Ana elsewhere", ELSEWHERE), keep=5)
+    assert await store.forget_prompts(person=Person("slack", "T1", "U1")) == 3
+    assert await questions(store, GENERAL) == ["Bo in general"]
+    assert await questions(store, RANDOM) == []
+    assert await questions(store, ELSEWHERE) == ["Ana elsewhere"]  # another workspace's profile
+    assert await store.forget_prompts(person=Person("slack", "T1", "U1")) == 0
+
+
+def said(stored_id: int, created_at: float) -> StoredMessage:
+    return StoredMessage(stored_id, stored_id, Role.USER, "U1", "Ana", "a secret", 2, created_at)
+
+
+async def test_a_deleted_message_takes_the_prompts_that_may_show_it(store: Store) -> None:
+    """Its channel's answered to it or later, or after it was said; in a memory group, the
+    prompts of the workspace's channels that recalled it; nothing else."""
+    for question, conversation, question_id, at in (
+        ("before it", GENERAL, 5, 4.0),
+        ("asked before, answered after", GENERAL, 6, 6.0),
+        ("it", GENERAL, 7, 7.0),
+        ("in the thread after it", THREAD, 9, 9.0),
+        ("random's own", RANDOM, 20, 20.0),
+    ):
+        await store.log_prompt(
+            record=record(question, conversation, at=at, question_id=question_id), keep=9
+        )
+    for question, recalled in (
+        ("random recalled it", (GENERAL, 7)),
+        ("random recalled another", (GENERAL, 70)),
+        ("random recalled the thread's 7", (THREAD, 7)),
+    ):
+        await store.log_prompt(
+            record=record(question, RANDOM, at=30.0, question_id=30, recalled=recalled), keep=9
+        )
+    await store.log_prompt(
+        record=record("elsewhere", ELSEWHERE, at=30.0, question_id=30, recalled=(GENERAL, 7)),
+        keep=9,
+    )
+    random = await questions(store, RANDOM)
+    assert await store.drop_prompts(conversation=GENERAL, message=said(7, 5.0), group=False) == 3
+    assert await questions(store, GENERAL) == ["before it"]
+    assert await questions(store, RANDOM) == random  # not in a group: its channel only
+    assert await store.drop_prompts(conversation=GENERAL, message=said(7, 5.0), group=True) == 1
+    assert "random recalled it" not in await questions(store, RANDOM)
+    assert len(await questions(store, RANDOM)) == len(random) - 1
+    assert await questions(store, ELSEWHERE) == ["elsewhere"]
 
 
 async def test_an_export_leaves_the_prompt_log_out(store: Store) -> None:
@@ -194,8 +260,9 @@ async def test_the_summary_history_holds_each_version_since_the_last_reset(
 
 
 async def test_a_channels_prompts_are_found_by_index(tmp_path: Path) -> None:
-    """Logging (with its trim), reading and a reset find a channel's or a conversation's
-    prompts through an index, however many other channels logged."""
+    """Logging (with its trim), reading, a reset, /forget and a platform deletion find a
+    channel's, a conversation's or a person's prompts through an index, however many other
+    channels logged."""
     path = tmp_path / "bot.sqlite3"
     store = await SqliteStore.open(str(path))
     statements: list[str] = []
@@ -206,6 +273,8 @@ async def test_a_channels_prompts_are_found_by_index(tmp_path: Path) -> None:
         await store.log_prompt(record=record("one more"), keep=5)
         await store.logged_prompts(channel_key=GENERAL.channel_key, limit=5)
         await store.reset(conversation=THREAD, include_pins=False)
+        await store.forget_prompts(person=Person("slack", "T1", "U1"))
+        await store.drop_prompts(conversation=RANDOM, message=said(7, 5.0), group=False)
         await store._db.set_trace_callback(None)
     finally:
         await store.close()
@@ -216,6 +285,6 @@ async def test_a_channels_prompts_are_found_by_index(tmp_path: Path) -> None:
         if "prompt_log" in s and not s.startswith("INSERT")
     ]
     db.close()
-    assert len(plans) == 3  # the trim, the read, the reset's
+    assert len(plans) == 5  # the trim, the read, the reset's, /forget's, the deletion's
     assert all(not any("SCAN prompt_log" in step for step in plan) for plan in plans), plans
     assert all(any("USING INDEX prompt_log_by_" in step for step in plan) for plan in plans)

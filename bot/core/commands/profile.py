@@ -1,4 +1,6 @@
-"""``/remember``, ``/profile``, ``/forget``: what is kept about the person speaking."""
+"""``/remember``, ``/profile``, ``/forget``: what is kept about the person speaking. ``/forget``
+deletes the logged prompts of the person's questions too (:mod:`bot.core.ports.prompts`): their
+profile was in them."""
 
 from __future__ import annotations
 
@@ -71,6 +73,7 @@ async def forget(engine: Engine, call: CommandCall) -> Reply:
     person = person_of(call)
     if argument == "all":
         removed = await engine.store.remove_profile_facts(person=person, fact_id=None)
+        await engine.store.forget_prompts(person=person)
         if not removed:
             return info("Nothing was kept about you in this workspace.", ephemeral=True)
         return info(
@@ -84,4 +87,5 @@ async def forget(engine: Engine, call: CommandCall) -> Reply:
     fact_id = int(match.group(1))
     if not await engine.store.remove_profile_facts(person=person, fact_id=fact_id):
         return error(f"There is no fact #{fact_id} in your profile (/profile lists them).")
+    await engine.store.forget_prompts(person=person)
     return info(f"Forgot #{fact_id}.", ephemeral=True)

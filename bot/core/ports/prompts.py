@@ -4,7 +4,9 @@ operators' page shows (``/stats`` and ``/usage`` link to it).
 
 Only the latest few prompts of a channel are kept (``keep``); ``/reset`` deletes a
 conversation's, exports leave them out (they repeat what the messages, pins and summaries
-already hold).
+already hold). What memory no longer holds leaves the log too: ``/forget`` deletes the prompts
+of the person's questions (their profile is in them), a message deleted or edited on the
+platform the prompts that may show it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.core.models import Summary
+from bot.core.models import Conversation, Person, StoredMessage, Summary
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class PromptRecord:
     question_id: int
     """The stored message it answered."""
     question: str
+    person: str
+    """Who asked it: their platform user id (their profile is in the prompt)."""
     model: str
     tokens: int
     """The whole prompt as the bot counted it, in the units of ``budget`` and ``layers`` (the
@@ -65,6 +69,21 @@ class PromptLog(Protocol):
 
     async def logged_prompts(self, *, channel_key: str, limit: int) -> Sequence[PromptRecord]:
         """The channel's (and its threads') latest prompts, newest first, at most ``limit``."""
+        ...
+
+    async def forget_prompts(self, *, person: Person) -> int:
+        """Delete the logged prompts of the questions ``person`` asked, in every channel of
+        their workspace: ``/forget``, their profile being in them. How many went."""
+        ...
+
+    async def drop_prompts(
+        self, *, conversation: Conversation, message: StoredMessage, group: bool
+    ) -> int:
+        """Delete the logged prompts that may show ``message``, of ``conversation``, deleted
+        or edited on the platform: its channel's (threads' with it) whose question is that
+        message or was stored after it, or that were answered (``at``) at or after it was
+        said; and, when ``group`` (the channel is in a memory group), those of the channels
+        of its workspace whose recall notes show it. How many went."""
         ...
 
     async def summary_history(self, *, conversation_key: str, limit: int) -> Sequence[Summary]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from bot.core.models import Summary
+from bot.core.models import Conversation, Person, StoredMessage, Summary
 from bot.core.ports.prompts import PromptRecord
 from bot.store.memory.tables import Tables
 
@@ -32,6 +32,36 @@ class PromptLog(Tables):
         """The channel's logged prompts, newest first."""
         held = [r for r in self.prompt_rows.values() if r.channel_key == channel_key]
         return sorted(held, key=lambda record: record.id, reverse=True)
+
+    async def forget_prompts(self, *, person: Person) -> int:
+        prefix = f"{person.platform}:{person.workspace}:"
+        return self._drop(lambda r: r.person == person.user_id and r.channel_key.startswith(prefix))
+
+    async def drop_prompts(
+        self, *, conversation: Conversation, message: StoredMessage, group: bool
+    ) -> int:
+        def shows(record: PromptRecord) -> bool:
+            if record.channel_key == conversation.channel_key and (
+                record.question_id >= message.id or record.at >= message.created_at
+            ):
+                return True
+            return (
+                group
+                and record.channel_key.startswith(conversation.workspace_prefix)
+                and any(
+                    (n.conversation_key, n.stored_id) == (conversation.key, message.id)
+                    for n in record.recall
+                )
+            )
+
+        return self._drop(shows)
+
+    def _drop(self, which: Callable[[PromptRecord], bool]) -> int:
+        """Delete the logged prompts ``which`` picks; how many."""
+        gone = [r.id for r in self.prompt_rows.values() if which(r)]
+        for id_ in gone:
+            del self.prompt_rows[id_]
+        return len(gone)
 
     async def summary_history(self, *, conversation_key: str, limit: int) -> Sequence[Summary]:
         held = [s for s in self.summaries.values() if s.conversation_key == conversation_key]

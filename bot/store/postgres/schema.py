@@ -239,6 +239,7 @@ MIGRATIONS: tuple[str, ...] = (
         channel_key TEXT NOT NULL,
         question_id BIGINT NOT NULL,
         question TEXT NOT NULL,
+        person TEXT NOT NULL,
         model TEXT NOT NULL,
         tokens BIGINT NOT NULL,
         budget BIGINT NOT NULL,
@@ -248,6 +249,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX prompt_log_by_channel ON prompt_log (channel_key, id);
     CREATE INDEX prompt_log_by_conversation ON prompt_log (conversation);
+    CREATE INDEX prompt_log_by_person ON prompt_log (person);
     """,
     # 9: as SQLite's 17. The ledger's daily rollups, filled from the calls kept.
     """

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.core.models import Summary
+from bot.core.models import Conversation, Person, StoredMessage, Summary
 from bot.core.ports.prompts import PromptRecord
-from bot.store.prompt_log_sql import PROMPT_COLUMNS, prompt_record, prompt_row, trim
+from bot.store.prompt_log_sql import (
+    PROMPT_COLUMNS,
+    prompt_record,
+    prompt_row,
+    recall_needle,
+    trim,
+)
 from bot.store.sqlite.connection import Connection
 from bot.store.sqlite.rows import SUMMARY_COLUMNS, summary
 
@@ -30,6 +36,32 @@ class PromptLog(Connection):
             (channel_key, limit),
         )
         return [prompt_record(row) for row in rows]
+
+    async def forget_prompts(self, *, person: Person) -> int:
+        prefix = f"{person.platform}:{person.workspace}:"
+        return await self._write(
+            "DELETE FROM prompt_log WHERE person = ? AND substr(channel_key, 1, ?) = ?",
+            (person.user_id, len(prefix), prefix),
+        )
+
+    async def drop_prompts(
+        self, *, conversation: Conversation, message: StoredMessage, group: bool
+    ) -> int:
+        async with self._transaction():
+            cursor = await self._db.execute(
+                "DELETE FROM prompt_log WHERE channel_key = ? AND (question_id >= ? OR at >= ?)",
+                (conversation.channel_key, message.id, message.created_at),
+            )
+            dropped = cursor.rowcount
+            if group:
+                prefix = conversation.workspace_prefix
+                cursor = await self._db.execute(
+                    "DELETE FROM prompt_log WHERE substr(channel_key, 1, ?) = ?"
+                    " AND instr(recall, ?) > 0",
+                    (len(prefix), prefix, recall_needle(conversation.key, message.id)),
+                )
+                dropped += cursor.rowcount
+        return dropped
 
     async def summary_history(self, *, conversation_key: str, limit: int) -> Sequence[Summary]:
         rows = await self._rows(

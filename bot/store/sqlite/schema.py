@@ -376,7 +376,8 @@ MIGRATIONS: tuple[str, ...] = (
     # 16: the prompt log: the latest prompts of each channel (its threads' with it) as sent,
     # for the page: what each answer was made from, its layers' tokens (a JSON object), its
     # messages (a JSON array of role and content) and what recall put in it and why (JSON).
-    # Read newest first per channel; deleted per conversation by a reset.
+    # Read newest first per channel; deleted per conversation by a reset, per asker (person, a
+    # platform user id) by /forget.
     """
     CREATE TABLE prompt_log (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -385,6 +386,7 @@ MIGRATIONS: tuple[str, ...] = (
         channel_key TEXT NOT NULL,
         question_id INTEGER NOT NULL,
         question TEXT NOT NULL,
+        person TEXT NOT NULL,
         model TEXT NOT NULL,
         tokens INTEGER NOT NULL,
         budget INTEGER NOT NULL,
@@ -394,6 +396,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX prompt_log_by_channel ON prompt_log (channel_key, id);
     CREATE INDEX prompt_log_by_conversation ON prompt_log (conversation);
+    CREATE INDEX prompt_log_by_person ON prompt_log (person);
     """,
     # 17: the ledger's daily rollups, filled from the calls kept: per channel, workspace or
     # person in a workspace ('' for the others), UTC day (its midnight in seconds since the

@@ -49,6 +49,10 @@ async def slack(bot_app: App, fake_slack: FakeSlack) -> AsyncIterator[Slack]:
         yield slack
 
 
+def now() -> str:
+    return f"{time.time():.6f}"
+
+
 def chat_bodies(llm: FakeLLM) -> list[dict[str, Any]]:
     return [body for body in llm.chat_requests if not is_summary_request(body)]
 
@@ -135,6 +139,28 @@ async def test_edits_and_deletions_follow_into_memory(slack: Slack, llm: FakeLLM
     await slack.say("U1", f"<@{BOT_USER}> budget?")
     contents = [m["content"] for m in chat_bodies(llm)[-1]["messages"][1:]]
     assert contents == ["[Bo] the budget is 12k", "[Ana] budget?"]
+
+
+async def test_a_deletion_takes_the_logged_prompts_that_showed_the_message(
+    tmp_path: Any, llm: FakeLLM, fake_slack: FakeSlack
+) -> None:
+    page = {"port": 0, "page": {"enabled": True}}
+    raw = config_dict(
+        llm.url, tmp_path / "bot.sqlite3", slack=slack_settings(fake_slack), http=page
+    )
+    async with open_app(parse_config(raw, ENV)) as app, serving(app, fake_slack) as slack:
+        # Said now: a prompt answered after a message was said may show it.
+        await slack.say("U1", f"<@{BOT_USER}> good morning", ts=now())
+        gone = await slack.say("U2", "the door code is 4711", ts=now())
+        await slack.say("U1", f"<@{BOT_USER}> the door code?", ts=now())
+        channel = f"slack:{TEAM}:C1"
+        logged = await app.store.logged_prompts(channel_key=channel, limit=5)
+        assert "4711" in str(logged[0].messages) and logged[0].person == "U1"
+        delete = {"type": "message", "subtype": "message_deleted", "channel": "C1"}
+        assert await slack.event({**delete, "deleted_ts": gone, "ts": "9.1"}) == 200
+        await slack.settle()
+        logged = await app.store.logged_prompts(channel_key=channel, limit=5)
+    assert [r.question for r in logged] == ["good morning"]
 
 
 async def test_slash_commands_ack_at_once_and_answer_through_the_response_url(
