@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 
 from bot.config import BudgetsConfig, Cap
 from bot.core.cost import Meter, money
-from bot.core.models import Conversation, Reply, ReplyKind
-from bot.core.settings import Settings
+from bot.core.models import Conversation, IncomingMessage, Reply, ReplyKind
+from bot.core.settings import Settings, SettingsSource
 
 PERIODS = ("day", "month")
 _WHEN = {"day": "today", "month": "this month"}
@@ -168,12 +168,15 @@ class Check:
     before: Sequence[Use]
 
     @property
+    def reached(self) -> Use | None:
+        """The first cap reached, if any."""
+        return next((use for use in self.before if use.reached), None)
+
+    @property
     def refusal(self) -> Reply | None:
         """The reply instead of an answer, when a cap is reached."""
-        reached = [use for use in self.before if use.reached]
-        if not reached:
-            return None
-        return Reply(reached[0].refusal(), kind=ReplyKind.INFO)
+        reached = self.reached
+        return None if reached is None else Reply(reached.refusal(), kind=ReplyKind.INFO)
 
     async def noted(self, text: str) -> str:
         """``text`` (the answer, its call recorded), with a line for each cap the call took
@@ -193,10 +196,45 @@ class Check:
 class Caps:
     """Sums the ledger against the caps in force for a conversation and a person."""
 
-    def __init__(self, *, meter: Meter, config: BudgetsConfig) -> None:
-        """``meter``: its ledger is summed, its clock says when now is."""
+    def __init__(
+        self, *, meter: Meter, config: BudgetsConfig, settings: SettingsSource | None = None
+    ) -> None:
+        """``meter``: its ledger is summed, its clock says when now is; ``settings``: the
+        conversations' own caps, for :meth:`quiet`."""
         self.meter = meter
         self.config = config
+        self._settings = settings
+        # (conversation key, person for a person's cap, else "") this process refused at a
+        # cap: later messages there that do not ask the bot are kept without a word.
+        self._told: set[tuple[str, str]] = set()
+
+    def refuse(self, check: Check) -> Reply | None:
+        """``check``'s refusal (None: under every cap), its conversation noted as told."""
+        reached = check.reached
+        if reached is None:
+            return None
+        self._told.add(self._told_key(check.conversation, check.person, reached))
+        return check.refusal
+
+    async def quiet(self, message: IncomingMessage) -> bool:
+        """Whether to keep ``message`` without answering or refusing it: it does not ask the
+        bot itself (the channel answers every message), and a cap reached there still is,
+        the conversation told so already. Refusing each message would flood the channel."""
+        conversation = message.conversation
+        if message.asked or self._settings is None:
+            return False
+        if not any(key == conversation.key for key, _ in self._told):
+            return False
+        settings = await self._settings.for_conversation(conversation)
+        reached = (await self.check(conversation, message.author_id, settings)).reached
+        if reached is None:
+            self._told = {told for told in self._told if told[0] != conversation.key}
+            return False
+        return self._told_key(conversation, message.author_id, reached) in self._told
+
+    @staticmethod
+    def _told_key(conversation: Conversation, person: str, use: Use) -> tuple[str, str]:
+        return conversation.key, person if use.limit.scope == "person" else ""
 
     def limits(self, conversation: Conversation, settings: Settings, person: str) -> list[Limit]:
         """The caps in force (``person`` "": for no one's work, such as summaries)."""

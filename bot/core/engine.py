@@ -108,7 +108,7 @@ class Engine(MessageEdits):
         the calls)."""
         self.observer: Observer = observer or NoObserver()
         self.meter = meter or Meter(ledger=store)
-        self.caps = Caps(meter=self.meter, config=config.budgets)
+        self.caps = Caps(meter=self.meter, config=config.budgets, settings=settings)
         self.clock = clock
         self.leases = leases or Leases(store)
         """This process's leases: the messages it awaits the answer of are held under its
@@ -292,8 +292,9 @@ class Engine(MessageEdits):
             return {stored.author_name, *prompt_speakers(prompt.messages)}
 
         async with self._reply_locks(conversation.key):
-            if (check := await self.caps.check(conversation, stored.author_id, settings)).refusal:
-                return check.refusal
+            check = await self.caps.check(conversation, stored.author_id, settings)
+            if refusal := self.caps.refuse(check):
+                return refusal
             try:
                 streamed = show if settings.stream else None
                 answered = await self.asker.ask(

@@ -225,6 +225,8 @@ class Handler:
         if isinstance(turn.accepted, Reply):  # nothing for the model (an empty message)
             await outbox.send(turn.accepted)
             return
+        if await self.engine.caps.quiet(turn.incoming):
+            return  # at a cap the channel was told of: kept, not refused again
         async with outbox.working() as shown:
             if shown is not None:  # what a process taking this answer over would replace
                 with suppress(StorageError):
@@ -254,17 +256,16 @@ class Handler:
         bot (or in a thread it follows) and the bot answers such messages there, or when it
         answers every message there; None when it is not to be kept."""
         settings = await self.engine.settings_for(incoming.conversation)
-        if settings.answer is Answering.ALL:
-            addressed = True
-        elif settings.answer is Answering.NONE:
-            addressed = False
+        if settings.answer is Answering.NONE:
+            addressed, asked = False, incoming.addressed
         else:
-            addressed = incoming.addressed or await self._follows(incoming.conversation)
+            asked = incoming.addressed or await self._follows(incoming.conversation)
+            addressed = settings.answer is Answering.ALL or asked
         if not addressed and settings.record is not Recording.ALL:
             return None
-        return (
-            incoming if addressed == incoming.addressed else replace(incoming, addressed=addressed)
-        )
+        if (addressed, asked) == (incoming.addressed, incoming.asked):
+            return incoming
+        return replace(incoming, addressed=addressed, asked=asked)
 
     async def _follows(self, conversation: Conversation) -> bool:
         """Whether the bot follows the thread: it answered there (or the thread's copy of its

@@ -101,6 +101,9 @@ class IncomingMessage:
     """Whether the bot should answer it (a DM, a mention, a reply to the bot)."""
     message_id: str | None = None
     sent_at: datetime = field(default_factory=utcnow)
+    asked: bool = True
+    """Whether it asks the bot itself (False: answered only because the channel is set to
+    answer every message)."""
 
 
 @dataclass(frozen=True)

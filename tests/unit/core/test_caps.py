@@ -5,6 +5,7 @@ a workspace's and a month's caps; summaries under and past a cap; a channel's ow
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import UTC, datetime
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from bot.config import ConfigError, parse_cap
 from bot.core.commands import run_command
 from bot.core.cost import money
+from bot.core.handler import Handler
 from bot.core.models import CommandCall, Conversation, IncomingMessage, Reply, ReplyKind
 from bot.core.ports.spend import ModelCall
 from tests.support.core import Core, running_core, unit_config
@@ -268,3 +270,49 @@ def test_a_bad_cap_in_the_config_names_its_key() -> None:
     assert "'a lot' is not a cap" in str(raised.value)
     assert parse_cap("off") is None
     assert unit_config(budgets={"channel": {"day": 3}}).budgets.channel.day == "$3.00"
+
+
+LIMITED = {"person": {"day": "1000 tokens"}}
+
+
+class Shown:
+    """An outbox keeping what the handler sends."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def working(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext()
+
+    async def show(self, text: str) -> None:
+        pass
+
+    async def send(self, reply: Reply) -> str | None:
+        self.texts.append(reply.text)
+        return None
+
+
+async def test_where_every_message_is_answered_a_person_at_their_cap_is_told_once() -> None:
+    streamless = {"prices": PRICES, "stream": False}  # the handler's outbox shows no stream
+    async with running_core(unit_config(llm=streamless, budgets=LIMITED)) as core:
+        core.engine.clock = lambda: NOW
+        await command(core, C1, "settings", "answer all", "U9")
+        await spent(core, C2, tokens=1000, who="U1")
+        handler, shown = Handler(engine=core.engine), Shown()
+
+        async def says(who: str, text: str, *, asked: bool = False) -> None:
+            await handler.handle(IncomingMessage(C1, who, who, text, asked), shown)
+
+        await says("U1", "lunch?")
+        assert shown.texts[-1].startswith("You have reached your budget for today")
+        await says("U1", "anyone?")
+        await says("U1", "hello?")
+        assert len(shown.texts) == 1  # kept without a word
+        await says("U2", "I'm in")  # another person, under their cap: answered
+        assert len(shown.texts) == 2 and shown.texts[-1].startswith("echo: [U2]")
+        await says("U1", "bot, are you there?", asked=True)  # asked: told again
+        assert shown.texts[-1].startswith("You have reached your budget for today")
+        await command(core, C1, "settings", "person-spend-day off", "U9")
+        await says("U1", "and now?")
+        assert shown.texts[-1].startswith("echo: [U1]")  # the cap lifted: answered again
+        assert await core.store.count_messages(conversation_key=C1.key) == 8  # six and two answers
