@@ -252,7 +252,7 @@ class Caps:
     async def uses(self, conversation: Conversation, person: str, settings: Settings) -> list[Use]:
         """Each cap in force, with what was spent against it in its current period."""
         now = self.meter.clock()
-        workspace = f"{conversation.platform}:{conversation.workspace}"
+        workspace = conversation.workspace_scope
         scopes = {
             "channel": {"channel_key": conversation.channel_key},
             "person": {"workspace": workspace, "person": person},

@@ -156,7 +156,7 @@ class Meter:
         )
         await self.ledger.record_call(call=call)
         self.observer.model_spend(
-            workspace=f"{conversation.platform}:{conversation.workspace}" if conversation else "",
+            workspace=conversation.workspace_scope if conversation else "",
             model=model,
             prompt_tokens=prompt,
             cached_tokens=cached,

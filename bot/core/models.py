@@ -56,9 +56,14 @@ class Conversation:
         return self.workspace != NO_WORKSPACE
 
     @property
+    def workspace_scope(self) -> str:
+        """``platform:workspace``: how the ledger, budgets and metrics name its workspace."""
+        return f"{self.platform}:{self.workspace}"
+
+    @property
     def workspace_prefix(self) -> str:
         """What every key of the conversation's workspace starts with."""
-        return f"{self.platform}:{self.workspace}:"
+        return f"{self.workspace_scope}:"
 
     @property
     def workspace_key(self) -> str:

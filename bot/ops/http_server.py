@@ -63,7 +63,7 @@ async def workspace_budget_use(app: App) -> dict[str, dict[str, float]]:
     lines = await app.store.spend_lines(since=month_start, until=None)
     keys = {line.conversation_key for line in lines if line.conversation_key}
     workspaces = {Conversation.from_key(key) for key in keys}
-    spent = sorted({f"{c.platform}:{c.workspace}" for c in workspaces if c.shares_workspace})
+    spent = sorted({c.workspace_scope for c in workspaces if c.shares_workspace})
     return {workspace: await caps.workspace_use(workspace) for workspace in spent}
 
 

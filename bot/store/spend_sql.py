@@ -71,7 +71,7 @@ def call_row(call: ModelCall) -> tuple[Any, ...]:
         float(call.at),
         held.key if held is not None else "",
         held.channel_key if held is not None else "",
-        f"{held.platform}:{held.workspace}" if held is not None else "",
+        held.workspace_scope if held is not None else "",
         call.person,
         call.model,
         call.purpose,
@@ -133,7 +133,7 @@ def rollup_rows(call: ModelCall) -> list[tuple[Any, ...]]:
     held = call.conversation
     if held is None:
         return []
-    workspace = f"{held.platform}:{held.workspace}"
+    workspace = held.workspace_scope
     scopes = [("channel", held.channel_key, ""), ("workspace", workspace, "")]
     if call.person:
         scopes.append(("person", workspace, call.person))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from bot.core.caps import period_bounds
 from bot.core.commands.charts import usage_with_chart, wants_chart
 from bot.core.commands.common import error, info
 from bot.core.commands.page_link import page_lines
@@ -42,11 +43,10 @@ def spend_lines(rows: Sequence[Spend], prices: Prices, indent: str = "  ") -> li
 
 def periods(now: float) -> list[tuple[str, float | None]]:
     """Today, this month (UTC) and in total: each titled, with when it starts."""
-    today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    month = today.replace(day=1)
+    (today, _), (month, _) = period_bounds(now, "day"), period_bounds(now, "month")
     return [
-        (f"Today ({today:%Y-%m-%d} UTC)", today.timestamp()),
-        (f"This month ({month:%B %Y})", month.timestamp()),
+        (f"Today ({datetime.fromtimestamp(today, UTC):%Y-%m-%d} UTC)", today),
+        (f"This month ({datetime.fromtimestamp(month, UTC):%B %Y})", month),
         ("In total", None),
     ]
 
@@ -62,7 +62,7 @@ async def usage(engine: Engine, call: CommandCall) -> Reply:
         return await usage_with_chart(engine, call)
     conversation = call.conversation
     prices = engine.meter.prices
-    workspace = f"{conversation.platform}:{conversation.workspace}"
+    workspace = conversation.workspace_scope
     lines = []
     for title, scope in (
         ("This channel (and its threads)", {"channel_key": conversation.channel_key}),

@@ -17,7 +17,7 @@ def _channel(call: ModelCall) -> str:
 
 def _workspace(call: ModelCall) -> str:
     held = call.conversation
-    return f"{held.platform}:{held.workspace}" if held is not None else ""
+    return held.workspace_scope if held is not None else ""
 
 
 def _day(at: float) -> str:
